@@ -1,0 +1,37 @@
+type Parse = (raw: string) => unknown;
+
+const text: Parse = (raw) => raw;
+const int: Parse = (raw) => (/^-?\d+$/.test(raw.trim()) ? Number(raw) : raw);
+const list: Parse = (raw) => raw.split(',').map((s) => s.trim()).filter(Boolean);
+
+/** Environment variables that override the configuration, and the setting each one sets. */
+export const ENV_SETTINGS: Record<string, { path: string[]; parse: Parse }> = {
+  PORT: { path: ['port'], parse: int },
+  HOST: { path: ['host'], parse: text },
+  REDIS_URL: { path: ['redisUrl'], parse: text },
+  PLATFORM_PUBLIC_KEYS: { path: ['platformPublicKeys'], parse: list },
+  PLATFORM_APP_ID: { path: ['platformAppId'], parse: text },
+  MERCHANT_ID: { path: ['merchantId'], parse: text },
+  SIGNATURE_HEADER_PREFIX: { path: ['signatureHeaderPrefix'], parse: text },
+  SIGNATURE_SCHEMES: { path: ['signatureSchemes'], parse: list },
+  TIMESTAMP_TOLERANCE_MS: { path: ['timestampToleranceMs'], parse: int },
+  CALLBACK_BASE_PATH: { path: ['callbackBasePath'], parse: text },
+  QUEUE_PREFIX: { path: ['queuePrefix'], parse: text },
+  ENQUEUE_TIMEOUT_MS: { path: ['enqueueTimeoutMs'], parse: int },
+  DEDUP_WINDOW_MS: { path: ['dedupWindowMs'], parse: int },
+  BODY_LIMIT_BYTES: { path: ['bodyLimitBytes'], parse: int },
+  LOG_LEVEL: { path: ['logLevel'], parse: text },
+  SHUTDOWN_TIMEOUT_MS: { path: ['shutdownTimeoutMs'], parse: int },
+};
+
+export function envOverrides(env: Record<string, string | undefined>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [name, { path, parse }] of Object.entries(ENV_SETTINGS)) {
+    const raw = env[name];
+    if (raw === undefined || raw === '') continue;
+    let node = out;
+    for (const key of path.slice(0, -1)) node = (node[key] ??= {}) as Record<string, unknown>;
+    node[path[path.length - 1] as string] = parse(raw);
+  }
+  return out;
+}

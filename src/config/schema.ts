@@ -1,0 +1,51 @@
+import { z } from 'zod';
+
+const ms = z.number().int().nonnegative();
+
+/** Every setting of the service; defaults live in config/default.yaml. */
+export const configSchema = z
+  .object({
+    port: z.number().int().min(0).max(65535),
+    host: z.string().min(1),
+    redisUrl: z.string().regex(/^rediss?:\/\//, 'must start with redis:// or rediss://'),
+    /** Key texts: Base64 DER (X.509 SPKI), PEM public keys or PEM certificates, or `file:` paths. */
+    platformPublicKeys: z.array(z.string().min(1)).min(1, 'at least one platform public key is required'),
+    platformAppId: z.string().min(1).max(64).optional(),
+    merchantId: z.string().min(1).optional(),
+    signatureHeaderPrefix: z
+      .string()
+      .regex(/^[A-Za-z0-9-]+$/, 'letters, digits and dashes only')
+      .transform((s) => s.toLowerCase()),
+    signatureSchemes: z.array(z.enum(['current', 'legacy'])).min(1),
+    timestampToleranceMs: ms.min(1000),
+    callbackBasePath: z
+      .string()
+      .regex(/^(\/[A-Za-z0-9._~-]+)*$/, 'empty, or a path like /hooks/platform without a trailing slash'),
+    queuePrefix: z.string().regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, _ and - only'),
+    enqueueTimeoutMs: ms.min(1),
+    dedupWindowMs: ms,
+    bodyLimitBytes: z.number().int().positive(),
+    logLevel: z.enum(['error', 'warn', 'info', 'http', 'verbose', 'debug', 'silly']),
+    sensitiveFields: z.array(z.string().min(1)),
+    retention: z.object({
+      completed: z.object({ ageSeconds: z.number().int().positive(), count: z.number().int().positive() }),
+      failed: z.object({ ageSeconds: z.number().int().positive(), count: z.number().int().positive() }),
+    }),
+    http: z.object({
+      requestTimeoutMs: ms.min(1),
+      headersTimeoutMs: ms.min(1),
+      keepAliveTimeoutMs: ms.min(1),
+    }),
+    shutdownTimeoutMs: ms.min(1),
+  })
+  .superRefine((c, ctx) => {
+    if (c.signatureSchemes.includes('legacy') && !c.merchantId) {
+      ctx.addIssue({ code: 'custom', path: ['merchantId'], message: 'MERCHANT_ID is required when the legacy scheme is enabled' });
+    }
+    // A replay is recognised by the de-duplication key, so it must outlive the timestamp window twice over.
+    if (c.dedupWindowMs < 2 * c.timestampToleranceMs) {
+      ctx.addIssue({ code: 'custom', path: ['dedupWindowMs'], message: 'must be at least twice timestampToleranceMs' });
+    }
+  });
+
+export type Config = z.infer<typeof configSchema>;

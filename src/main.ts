@@ -1,0 +1,48 @@
+import { loadPlatformKeys } from './config/keys';
+import { ConfigError } from './config/errors';
+import { loadConfig } from './config/load';
+import { createLogger } from './logging/logger';
+import { createMetrics } from './monitoring/metrics';
+import { startReceiver } from './receiver';
+
+async function main(): Promise<void> {
+  let config;
+  let keys;
+  try {
+    config = loadConfig(process.env);
+    keys = loadPlatformKeys(config.platformPublicKeys);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(78); // EX_CONFIG
+    }
+    throw err;
+  }
+  const logger = createLogger(config.logLevel);
+  const metrics = createMetrics();
+  const receiver = await startReceiver({ config, keys, logger, metrics });
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info('shutting down', { signal });
+    receiver
+      .close()
+      .then(() => {
+        logger.info('stopped');
+        process.exit(0);
+      })
+      .catch((err: Error) => {
+        logger.error('shutdown failed', { error: err.message });
+        process.exit(1);
+      });
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+main().catch((err: Error) => {
+  process.stderr.write(`fatal: ${err.stack ?? err.message}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,36 @@
+import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { EVENT_TYPES } from '../events/table';
+
+export type NotificationOutcome = 'accepted' | 'replay' | 'duplicate' | 'rejected' | 'quarantined' | 'unavailable';
+
+/**
+ * The receiver's Prometheus series. Label values come from the event table and fixed enums, never
+ * from request data, so a caller cannot grow the series count.
+ */
+export function createMetrics(registry = new Registry(), withDefaults = true) {
+  if (withDefaults) collectDefaultMetrics({ register: registry });
+  const notifications = new Counter({
+    name: 'webhook_notifications_total',
+    help: 'Notifications received, by event type, outcome and rejection reason',
+    labelNames: ['event_type', 'outcome', 'reason'] as const,
+    registers: [registry],
+  });
+  const ackLatency = new Histogram({
+    name: 'webhook_ack_latency_seconds',
+    help: 'Time from request start to the acknowledgement being sent',
+    labelNames: ['event_type', 'outcome'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 3, 5],
+    registers: [registry],
+  });
+  const enqueueFailures = new Counter({
+    name: 'webhook_enqueue_failures_total',
+    help: 'Verified notifications answered 503 because Redis did not confirm the job',
+    labelNames: ['event_type'] as const,
+    registers: [registry],
+  });
+  // Zero-initialise the accepted series so dashboards show every event type from the start.
+  for (const type of EVENT_TYPES) notifications.labels(type, 'accepted', '').inc(0);
+  return { registry, notifications, ackLatency, enqueueFailures };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;

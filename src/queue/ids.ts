@@ -1,0 +1,26 @@
+import { createHash, randomBytes } from 'node:crypto';
+
+function sha256Hex(...parts: (string | Buffer)[]): string {
+  const hash = createHash('sha256');
+  for (const part of parts) hash.update(part);
+  return hash.digest('hex');
+}
+
+/** The event id: the same notification (type and body) always gets the same id, whatever its nonce. */
+export function eventIdFor(eventType: string, rawBody: Buffer): string {
+  return `evt_${sha256Hex(eventType, '\n', rawBody).slice(0, 40)}`;
+}
+
+/**
+ * A job id unique to this request that also names its replay key: when BullMQ's de-duplication
+ * answers with an earlier job's id, its first part tells whether that job came from this very
+ * request (a replay of the nonce) or from the same notification sent again under a new nonce.
+ */
+export function jobIdFor(replayKey: string): { jobId: string; replayTag: string } {
+  const replayTag = sha256Hex(replayKey).slice(0, 16);
+  return { jobId: `${replayTag}-${randomBytes(6).toString('hex')}`, replayTag };
+}
+
+export function replayTagOf(jobId: string): string {
+  return jobId.split('-', 1)[0] ?? '';
+}

@@ -1,0 +1,38 @@
+import type { EventPayloadMap, EventType } from '../events/table';
+import type { SignatureScheme } from '../signature/result';
+
+interface ReceivedNotification {
+  /** Deterministic: the same event type and body always give the same id. */
+  eventId: string;
+  receivedAt: string;
+  /** The request target as received (path and query string). */
+  path: string;
+  /** The signed timestamp, milliseconds. */
+  timestamp: number;
+  /** The nonce (current scheme) or a hash of the signature (legacy scheme). */
+  nonce: string;
+  scheme: SignatureScheme;
+  /** From `X-Merch-Id`, when a partner account receives callbacks for sub-merchants. */
+  merchantId?: string;
+  /** The body exactly as received; Base64 when it is not valid UTF-8. */
+  rawBody: string;
+  rawBodyEncoding: 'utf8' | 'base64';
+  contentType?: string;
+  /** The platform's signature headers, for pass-through forwarding. */
+  signatureHeaders: Record<string, string>;
+}
+
+/** A verified, schema-valid notification waiting in its event type's queue. */
+export type EventJob<E extends EventType = EventType> = {
+  [K in E]: ReceivedNotification & { eventType: K; payload: EventPayloadMap[K] };
+}[E];
+
+/** A verified notification whose body is not JSON or fails its schema, kept for an operator. */
+export interface QuarantineJob extends ReceivedNotification {
+  eventType: EventType;
+  errors: string[];
+}
+
+export function decodeRawBody(job: Pick<ReceivedNotification, 'rawBody' | 'rawBodyEncoding'>): Buffer {
+  return Buffer.from(job.rawBody, job.rawBodyEncoding);
+}

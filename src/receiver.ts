@@ -1,0 +1,90 @@
+import type { KeyObject } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Config } from './config/schema';
+import { createApp } from './http/app';
+import type { Logger } from './logging/logger';
+import { createMasker } from './logging/mask';
+import type { Metrics } from './monitoring/metrics';
+import { createProducerConnection } from './queue/connection';
+import { createIngest, type Ingest } from './queue/ingest';
+import { createVerifier } from './signature/verify';
+
+export interface RunningReceiver {
+  server: Server;
+  port: number;
+  ingest: Ingest;
+  /** Stops accepting, lets in-flight requests finish, then closes the queues and Redis. */
+  close(): Promise<void>;
+}
+
+export interface ReceiverDeps {
+  config: Config;
+  keys: readonly KeyObject[];
+  logger: Logger;
+  metrics: Metrics;
+  clock?: () => number;
+}
+
+/** Wires the public receiver from configuration and starts listening. */
+export async function startReceiver({ config, keys, logger, metrics, clock = Date.now }: ReceiverDeps): Promise<RunningReceiver> {
+  const connection = createProducerConnection(config.redisUrl);
+  connection.on('error', (err) => logger.warn('redis connection error', { role: 'receiver', error: err.message }));
+  const ingest = createIngest(connection, {
+    prefix: config.queuePrefix,
+    enqueueTimeoutMs: config.enqueueTimeoutMs,
+    dedupWindowMs: config.dedupWindowMs,
+    retention: config.retention,
+  });
+  const verify = createVerifier({
+    keys,
+    headerPrefix: config.signatureHeaderPrefix,
+    appId: config.platformAppId,
+    merchantId: config.merchantId,
+    schemes: config.signatureSchemes,
+    toleranceMs: config.timestampToleranceMs,
+  });
+  const app = createApp({
+    verify,
+    ingest,
+    clock,
+    logger,
+    metrics,
+    mask: createMasker(config.sensitiveFields),
+    basePath: config.callbackBasePath,
+    bodyLimitBytes: config.bodyLimitBytes,
+  });
+  const server = createServer(
+    {
+      requestTimeout: config.http.requestTimeoutMs,
+      headersTimeout: config.http.headersTimeoutMs,
+      keepAliveTimeout: config.http.keepAliveTimeoutMs,
+    },
+    app,
+  );
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  logger.info('receiver listening', { port, basePath: config.callbackBasePath || '/', keys: keys.length, schemes: config.signatureSchemes });
+
+  return {
+    server,
+    port,
+    ingest,
+    async close() {
+      await closeServer(server, config.shutdownTimeoutMs);
+      await ingest.close();
+      connection.disconnect();
+    },
+  };
+}
+
+async function closeServer(server: Server, timeoutMs: number): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  const timer = setTimeout(() => server.closeAllConnections(), timeoutMs);
+  await closed;
+  clearTimeout(timer);
+}

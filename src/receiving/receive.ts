@@ -1,0 +1,107 @@
+import { isUtf8 } from 'node:buffer';
+import type { EventDefinition } from '../events/table';
+import type { Logger } from '../logging/logger';
+import type { Metrics, NotificationOutcome } from '../monitoring/metrics';
+import { EnqueueUnavailableError } from '../queue/errors';
+import { eventIdFor } from '../queue/ids';
+import type { Ingest } from '../queue/ingest';
+import type { EventJob } from '../queue/job';
+import type { Verifier } from '../signature/verify';
+import { REJECTION_CLASS, type RejectionClass } from '../signature/result';
+import { parsePayload } from './parse-payload';
+
+export interface ReceiveDeps {
+  verify: Verifier;
+  ingest: Pick<Ingest, 'enqueueEvent' | 'enqueueQuarantine'>;
+  clock: () => number;
+  logger: Logger;
+  metrics: Metrics;
+  /** Masks sensitive fields of a payload before it is logged. */
+  mask: (payload: unknown) => unknown;
+}
+
+export interface IncomingNotification {
+  definition: EventDefinition;
+  target: string;
+  headers: Record<string, string | string[] | undefined>;
+  body: Buffer;
+  startedAt: number;
+}
+
+export type ReceiveResult =
+  | { kind: 'acknowledged'; outcome: NotificationOutcome; eventId: string }
+  | { kind: 'rejected'; class: RejectionClass; detail: string }
+  | { kind: 'unavailable'; eventId: string };
+
+/**
+ * Verify, then queue durably, then (and only then) acknowledge. A verified body that is not a valid
+ * notification is quarantined and acknowledged, so the platform does not retry it forever.
+ */
+export async function receiveNotification(deps: ReceiveDeps, n: IncomingNotification): Promise<ReceiveResult> {
+  const eventType = n.definition.type;
+  const verified = deps.verify({ method: 'POST', target: n.target, headers: n.headers, body: n.body, nowMs: deps.clock() });
+  if (!verified.ok) {
+    deps.metrics.notifications.labels(eventType, 'rejected', verified.reason).inc();
+    deps.logger.warn('notification rejected', { eventType, outcome: 'rejected', reason: verified.reason, detail: verified.detail, path: n.target, latencyMs: elapsed(n) });
+    return { kind: 'rejected', class: REJECTION_CLASS[verified.reason], detail: verified.detail };
+  }
+
+  const eventId = eventIdFor(eventType, n.body);
+  const utf8 = isUtf8(n.body);
+  const text = utf8 ? n.body.toString('utf8') : '';
+  const merchantHeader = n.headers['x-merch-id'];
+  const received = {
+    eventId,
+    eventType,
+    receivedAt: new Date(n.startedAt).toISOString(),
+    path: n.target,
+    timestamp: verified.timestamp,
+    nonce: verified.replayKey,
+    scheme: verified.scheme,
+    ...(typeof merchantHeader === 'string' && merchantHeader ? { merchantId: merchantHeader } : {}),
+    rawBody: utf8 ? text : n.body.toString('base64'),
+    rawBodyEncoding: utf8 ? ('utf8' as const) : ('base64' as const),
+    ...(typeof n.headers['content-type'] === 'string' ? { contentType: n.headers['content-type'] } : {}),
+    signatureHeaders: verified.signatureHeaders,
+  };
+  const parsed = utf8 ? parsePayload(n.definition, text) : { ok: false as const, errors: ['body is not valid UTF-8'] };
+
+  let outcome: NotificationOutcome;
+  try {
+    if (parsed.ok) {
+      outcome = await deps.ingest.enqueueEvent({ ...received, payload: parsed.payload } as EventJob, verified.replayKey);
+    } else {
+      const result = await deps.ingest.enqueueQuarantine({ ...received, errors: parsed.errors }, verified.replayKey);
+      outcome = result === 'accepted' ? 'quarantined' : result;
+    }
+  } catch (err) {
+    if (!(err instanceof EnqueueUnavailableError)) throw err;
+    deps.metrics.enqueueFailures.labels(eventType).inc();
+    deps.metrics.notifications.labels(eventType, 'unavailable', '').inc();
+    deps.logger.error('notification not queued: Redis unavailable', { eventId, eventType, nonce: verified.replayKey, outcome: 'unavailable', error: err.message, latencyMs: elapsed(n) });
+    return { kind: 'unavailable', eventId };
+  }
+
+  deps.metrics.notifications.labels(eventType, outcome, '').inc();
+  const line = { eventId, eventType, nonce: verified.replayKey, merchantId: received.merchantId, outcome, latencyMs: elapsed(n) };
+  if (!parsed.ok && outcome === 'quarantined') {
+    deps.logger.error('notification quarantined: verified but not a valid notification', { ...line, errors: parsed.errors });
+    if (deps.logger.isDebugEnabled()) deps.logger.debug('quarantined body', { eventId, body: maskedBody(deps, text) });
+  } else {
+    deps.logger.info('notification received', line);
+    if (parsed.ok && deps.logger.isDebugEnabled()) deps.logger.debug('notification body', { eventId, body: deps.mask(parsed.payload) });
+  }
+  return { kind: 'acknowledged', outcome, eventId };
+}
+
+function elapsed(n: IncomingNotification): number {
+  return Math.round((Date.now() - n.startedAt) * 1000) / 1000;
+}
+
+function maskedBody(deps: ReceiveDeps, text: string): unknown {
+  try {
+    return deps.mask(JSON.parse(text));
+  } catch {
+    return `(${text.length} characters, not JSON)`;
+  }
+}

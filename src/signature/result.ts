@@ -1,0 +1,43 @@
+/** Why a notification was refused; also the `reason` label of the rejection counter. */
+export type RejectionReason =
+  | 'missing_header'
+  | 'malformed_header'
+  | 'timestamp_outside_window'
+  | 'missing_signature'
+  | 'bad_signature';
+
+export type RejectionClass = 'header' | 'timestamp' | 'signature';
+
+export const REJECTION_CLASS: Record<RejectionReason, RejectionClass> = {
+  missing_header: 'header',
+  malformed_header: 'header',
+  timestamp_outside_window: 'timestamp',
+  missing_signature: 'signature',
+  bad_signature: 'signature',
+};
+
+export type SignatureScheme = 'current' | 'legacy';
+
+export interface Verified {
+  ok: true;
+  scheme: SignatureScheme;
+  /** The signed timestamp, in milliseconds. */
+  timestamp: number;
+  /** What identifies this exact request for replay detection: the nonce, or the legacy signature. */
+  replayKey: string;
+  /** The platform's signature headers as received, kept for pass-through forwarding. */
+  signatureHeaders: Record<string, string>;
+}
+
+export interface Rejected {
+  ok: false;
+  reason: RejectionReason;
+  /** A short human explanation, safe to return to the caller and to log. */
+  detail: string;
+}
+
+export type VerifyResult = Verified | Rejected;
+
+export function reject(reason: RejectionReason, detail: string): Rejected {
+  return { ok: false, reason, detail };
+}

@@ -1,0 +1,85 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { loadPlatformKeys } from '../src/config/keys';
+import { ConfigError } from '../src/config/errors';
+import { loadConfig } from '../src/config/load';
+import { loadVectors } from './support/vectors';
+
+const { keys } = loadVectors();
+const base = { PLATFORM_PUBLIC_KEYS: keys.platform_key_a_spki_base64 };
+
+function problemsOf(fn: () => unknown): string[] {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof ConfigError) return err.problems;
+    throw err;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('loadConfig', () => {
+  it('when only the keys are given, then every default from config/default.yaml applies', () => {
+    const c = loadConfig(base);
+    expect(c).toMatchObject({
+      port: 8080,
+      signatureHeaderPrefix: 'x-svc',
+      signatureSchemes: ['current'],
+      timestampToleranceMs: 300000,
+      callbackBasePath: '',
+      enqueueTimeoutMs: 3000,
+      dedupWindowMs: 7 * 24 * 3600 * 1000,
+      bodyLimitBytes: 1048576,
+      logLevel: 'info',
+    });
+  });
+
+  it('when environment variables are set, then they override the file and the defaults', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'cfg-'));
+    const file = path.join(dir, 'c.yaml');
+    writeFileSync(file, 'port: 7000\nqueuePrefix: fromfile\nlogLevel: warn\n');
+    const c = loadConfig({ ...base, CONFIG_FILE: file, PORT: '7001', SIGNATURE_SCHEMES: 'current,legacy', MERCHANT_ID: 'M1', SIGNATURE_HEADER_PREFIX: 'X-ACME' });
+    expect(c).toMatchObject({ port: 7001, queuePrefix: 'fromfile', logLevel: 'warn', signatureSchemes: ['current', 'legacy'], signatureHeaderPrefix: 'x-acme' });
+  });
+
+  it('when settings are invalid, then every problem is named in words', () => {
+    const problems = problemsOf(() =>
+      loadConfig({ PORT: 'eighty', SIGNATURE_SCHEMES: 'legacy', CALLBACK_BASE_PATH: 'hooks/', TIMESTAMP_TOLERANCE_MS: '10' }),
+    );
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^port:/),
+        expect.stringMatching(/^platformPublicKeys:/),
+        expect.stringMatching(/^callbackBasePath:/),
+        expect.stringMatching(/^timestampToleranceMs:/),
+      ]),
+    );
+  });
+
+  it('when the legacy scheme is enabled without a merchant id, then it says MERCHANT_ID is required', () => {
+    expect(problemsOf(() => loadConfig({ ...base, SIGNATURE_SCHEMES: 'current,legacy' }))).toEqual([
+      'merchantId: MERCHANT_ID is required when the legacy scheme is enabled',
+    ]);
+  });
+});
+
+describe('loadPlatformKeys', () => {
+  it('reads Base64 DER, PEM, certificates, and files holding them', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'keys-'));
+    const file = path.join(dir, 'platform.pem');
+    writeFileSync(file, keys.platform_key_a_certificate_pem + keys.platform_key_a_pem);
+    const loaded = loadPlatformKeys([keys.platform_key_a_spki_base64, keys.platform_key_b_spki_base64, keys.platform_key_a_pem.replace(/\n/g, '\\n'), `file:${file}`]);
+    expect(loaded).toHaveLength(5);
+    expect(loaded.every((k) => k.asymmetricKeyType === 'rsa')).toBe(true);
+  });
+
+  it('when a key is malformed, then start-up stops with a message naming it', () => {
+    const problems = problemsOf(() => loadPlatformKeys(['MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAsxDW', 'not a key!', 'file:/nonexistent.pem']));
+    expect(problems).toEqual([
+      expect.stringMatching(/^platformPublicKeys\[0\]: not a valid Base64 X\.509 public key/),
+      expect.stringMatching(/^platformPublicKeys\[1\]: neither PEM nor Base64/),
+      expect.stringMatching(/^\/nonexistent\.pem: cannot read/),
+    ]);
+  });
+});

@@ -1,0 +1,172 @@
+import request from 'supertest';
+import { EVENT_TABLE } from '../src/events/table';
+import { SUCCESS } from '../src/http/envelope';
+import type { EventJob, QuarantineJob } from '../src/queue/job';
+import { QUARANTINE_QUEUE } from '../src/queue/names';
+import { buildHarness, type Harness } from './support/harness';
+import { counterValue } from './support/metric-value';
+import { FakePlatform } from './support/platform';
+
+const platform = new FakePlatform();
+let h: Harness;
+
+beforeEach(() => {
+  h = buildHarness({ PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64 });
+});
+afterEach(() => h.close());
+
+async function jobsIn(queueName: string) {
+  return h.ingest.queues.get(queueName)!.getJobs(['waiting', 'active', 'completed', 'failed', 'delayed']);
+}
+
+describe('receiving a signed notification', () => {
+  it.each(EVENT_TABLE.map((e) => [e.type, e.path] as const))(
+    'when %s arrives on %s, then it answers 200 after queueing its typed event',
+    async (type, path) => {
+      const n = platform.signed(type);
+      const res = await platform.send(h.app, n);
+
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual(SUCCESS);
+      const jobs = await jobsIn(type);
+      expect(jobs).toHaveLength(1);
+      const data = jobs[0]!.data as EventJob;
+      expect(data).toMatchObject({
+        eventType: type,
+        path,
+        nonce: n.headers['x-svc-nonce'],
+        timestamp: Number(n.headers['x-svc-timestamp']),
+        rawBody: n.body.toString('utf8'),
+        rawBodyEncoding: 'utf8',
+        scheme: 'current',
+      });
+      expect(data.eventId).toMatch(/^evt_[0-9a-f]{40}$/);
+      expect(data.payload).toEqual(JSON.parse(n.body.toString('utf8')));
+      expect(Date.parse(data.receivedAt)).not.toBeNaN();
+      const line = h.logs.find((l) => l.message === 'notification received');
+      expect(line).toMatchObject({ eventId: data.eventId, eventType: type, outcome: 'accepted', nonce: n.headers['x-svc-nonce'] });
+      expect(typeof line!.latencyMs).toBe('number');
+    },
+  );
+
+  it('when the platform adds unknown fields, then the payload keeps them', async () => {
+    const n = platform.signed('payment.result', { body: '{"type":"MERCH","data":{"x":1},"brand_new_field":{"deep":[1,2]}}' });
+    await platform.send(h.app, n).expect(200);
+    const [job] = await jobsIn('payment.result');
+    expect((job!.data as EventJob).payload).toEqual({ type: 'MERCH', data: { x: 1 }, brand_new_field: { deep: [1, 2] } });
+  });
+
+  it('when X-Merch-Id is sent, then the event keeps it', async () => {
+    const n = platform.signed('payment.result');
+    await platform.send(h.app, { ...n, headers: { ...n.headers, 'x-merch-id': 'SUB-42' } }).expect(200);
+    const [job] = await jobsIn('payment.result');
+    expect((job!.data as EventJob).merchantId).toBe('SUB-42');
+  });
+});
+
+describe('replays and duplicates', () => {
+  it('when the identical request arrives again, then it answers 200 and queues nothing', async () => {
+    const n = platform.signed('fx.result');
+    await platform.send(h.app, n).expect(200);
+    const again = await platform.send(h.app, n);
+
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual(SUCCESS);
+    expect(await jobsIn('fx.result')).toHaveLength(1);
+    expect(h.logs.find((l) => l.outcome === 'replay')).toBeDefined();
+    expect(await counterValue(h.metrics.notifications, { event_type: 'fx.result', outcome: 'replay' })).toBe(1);
+  });
+
+  it('when the same body arrives under a new nonce, then it answers 200 and queues nothing', async () => {
+    const body = '{"type":"MERCH","data":{"request_id":"SAME-1"}}';
+    await platform.send(h.app, platform.signed('payee.result', { body })).expect(200);
+    const retry = await platform.send(h.app, platform.signed('payee.result', { body }));
+
+    expect(retry.status).toBe(200);
+    expect(await jobsIn('payee.result')).toHaveLength(1);
+    expect(h.logs.find((l) => l.outcome === 'duplicate')).toBeDefined();
+  });
+
+  it('when the same body arrives on two paths, then each event type queues it once', async () => {
+    const body = '{"type":"MERCH","data":{"request_id":"SHARED"}}';
+    await platform.send(h.app, platform.signed('payee.result', { body })).expect(200);
+    await platform.send(h.app, platform.signed('fx.result', { body })).expect(200);
+    expect(await jobsIn('payee.result')).toHaveLength(1);
+    expect(await jobsIn('fx.result')).toHaveLength(1);
+  });
+
+  it('when a forged request uses a nonce first, then the genuine request with that nonce is still queued', async () => {
+    const genuine = platform.signed('payment.result', { nonce: 'shared-nonce-000001' });
+    const forged = { ...genuine, body: Buffer.from('{"type":"MERCH","data":{"amount":"999999"}}') };
+
+    const refused = await platform.send(h.app, forged);
+    const accepted = await platform.send(h.app, genuine);
+
+    expect(refused.status).toBe(401);
+    expect(accepted.status).toBe(200);
+    const jobs = await jobsIn('payment.result');
+    expect(jobs.map((j) => (j.data as EventJob).rawBody)).toEqual([genuine.body.toString()]);
+  });
+});
+
+describe('quarantine', () => {
+  it('when a signed body is not JSON, then it is acknowledged and kept in quarantine with the reason', async () => {
+    const n = platform.signed('settlement.result', { body: 'status=SUCCESS&id=1' });
+    const res = await platform.send(h.app, n);
+
+    expect(res.status).toBe(200);
+    expect(await jobsIn('settlement.result')).toHaveLength(0);
+    const [job] = await jobsIn(QUARANTINE_QUEUE);
+    const data = job!.data as QuarantineJob;
+    expect(data).toMatchObject({ eventType: 'settlement.result', rawBody: 'status=SUCCESS&id=1', nonce: n.headers['x-svc-nonce'] });
+    expect(data.errors[0]).toMatch(/not JSON/);
+    expect(h.logs.find((l) => l.level === 'error' && l.outcome === 'quarantined')).toBeDefined();
+  });
+
+  it('when a remittance notification lacks type INCOMING_REMITTANCE, then it is quarantined with the schema error', async () => {
+    const n = platform.signed('remittance.incoming', { body: '{"type":"MERCH","data":{}}' });
+    await platform.send(h.app, n).expect(200);
+    const [job] = await jobsIn(QUARANTINE_QUEUE);
+    expect((job!.data as QuarantineJob).errors.join()).toMatch(/^type:/);
+  });
+
+  it('when a signed body is not UTF-8, then quarantine keeps its exact bytes', async () => {
+    const bytes = Buffer.from([0x7b, 0xff, 0xfe, 0x7d]);
+    await platform.send(h.app, platform.signed('payment.result', { body: bytes })).expect(200);
+    const [job] = await jobsIn(QUARANTINE_QUEUE);
+    const data = job!.data as QuarantineJob;
+    expect(data.rawBodyEncoding).toBe('base64');
+    expect(Buffer.from(data.rawBody, 'base64')).toEqual(bytes);
+  });
+});
+
+describe('bad requests', () => {
+  it('when the path is unknown, then it answers 404 with the envelope', async () => {
+    const res = await request(h.app).post('/api/v2/merch/nothing/notify').send('{}');
+    expect(res.status).toBe(404);
+    expect(res.body).toEqual({ ret_code: '404000', ret_msg: 'Not Found' });
+  });
+
+  it('when a notify path is called with GET, then it answers 405 with Allow: POST', async () => {
+    const res = await request(h.app).get('/api/v2/merch/pay/notify');
+    expect(res.status).toBe(405);
+    expect(res.headers.allow).toBe('POST');
+    expect(res.body.ret_code).toBe('405000');
+  });
+
+  it('when the body is over the limit, then it answers 413 with the envelope and queues nothing', async () => {
+    const big = `{"type":"MERCH","pad":"${'x'.repeat(1024 * 1024)}"}`;
+    const res = await platform.send(h.app, platform.signed('payment.result', { body: big }));
+    expect(res.status).toBe(413);
+    expect(res.body.ret_code).toBe('413000');
+    expect(await jobsIn('payment.result')).toHaveLength(0);
+    expect(h.logs.find((l) => l.reason === 'body_too_large')).toBeDefined();
+  });
+
+  it('answers liveness on /healthz and sets helmet headers', async () => {
+    const res = await request(h.app).get('/healthz');
+    expect(res.status).toBe(200);
+    expect(res.headers['x-content-type-options']).toBe('nosniff');
+    expect(res.headers['x-powered-by']).toBeUndefined();
+  });
+});

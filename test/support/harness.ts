@@ -1,0 +1,104 @@
+import { randomBytes } from 'node:crypto';
+import { PassThrough } from 'node:stream';
+import { Redis } from 'ioredis';
+import type { Express } from 'express';
+import { loadPlatformKeys } from '../../src/config/keys';
+import { loadConfig } from '../../src/config/load';
+import type { Config } from '../../src/config/schema';
+import { createApp } from '../../src/http/app';
+import { createLogger } from '../../src/logging/logger';
+import { createMasker } from '../../src/logging/mask';
+import { createMetrics, type Metrics } from '../../src/monitoring/metrics';
+import { createProducerConnection } from '../../src/queue/connection';
+import { createIngest, type Ingest } from '../../src/queue/ingest';
+import { createVerifier } from '../../src/signature/verify';
+
+export function testRedisUrl(): string {
+  const url = process.env.TEST_REDIS_URL;
+  if (!url) throw new Error('TEST_REDIS_URL is not set: run the tests through jest (global setup starts Redis)');
+  return url;
+}
+
+export function uniquePrefix(): string {
+  return `t${randomBytes(4).toString('hex')}`;
+}
+
+/** Captured JSON log lines. */
+export class LogCapture {
+  readonly stream = new PassThrough();
+  readonly lines: Record<string, unknown>[] = [];
+  readonly raw: string[] = [];
+  constructor() {
+    this.stream.on('data', (chunk: Buffer) => {
+      for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) {
+        this.raw.push(line);
+        this.lines.push(JSON.parse(line) as Record<string, unknown>);
+      }
+    });
+  }
+  find(predicate: (line: Record<string, unknown>) => boolean): Record<string, unknown> | undefined {
+    return this.lines.find(predicate);
+  }
+}
+
+export function testConfig(env: Record<string, string | undefined>): Config {
+  return loadConfig({ QUEUE_PREFIX: uniquePrefix(), REDIS_URL: testRedisUrl(), ...env });
+}
+
+export interface Harness {
+  app: Express;
+  config: Config;
+  ingest: Ingest;
+  redis: Redis;
+  logs: LogCapture;
+  metrics: Metrics;
+  close(): Promise<void>;
+}
+
+/** The real public app on a real Redis, with an injectable clock and captured logs. */
+export function buildHarness(env: Record<string, string | undefined>, clock: () => number = Date.now): Harness {
+  const config = testConfig(env);
+  const logs = new LogCapture();
+  const logger = createLogger(config.logLevel, logs.stream);
+  const metrics = createMetrics(undefined, false);
+  const connection = createProducerConnection(config.redisUrl);
+  connection.on('error', () => undefined);
+  const ingest = createIngest(connection, {
+    prefix: config.queuePrefix,
+    enqueueTimeoutMs: config.enqueueTimeoutMs,
+    dedupWindowMs: config.dedupWindowMs,
+    retention: config.retention,
+  });
+  const app = createApp({
+    verify: createVerifier({
+      keys: loadPlatformKeys(config.platformPublicKeys),
+      headerPrefix: config.signatureHeaderPrefix,
+      appId: config.platformAppId,
+      merchantId: config.merchantId,
+      schemes: config.signatureSchemes,
+      toleranceMs: config.timestampToleranceMs,
+    }),
+    ingest,
+    clock,
+    logger,
+    metrics,
+    mask: createMasker(config.sensitiveFields),
+    basePath: config.callbackBasePath,
+    bodyLimitBytes: config.bodyLimitBytes,
+  });
+  const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1 });
+  redis.on('error', () => undefined);
+  return {
+    app,
+    config,
+    ingest,
+    redis,
+    logs,
+    metrics,
+    async close() {
+      await ingest.close();
+      connection.disconnect();
+      redis.disconnect();
+    },
+  };
+}

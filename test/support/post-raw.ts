@@ -1,0 +1,11 @@
+import type { Express } from 'express';
+import request from 'supertest';
+
+/** POSTs the exact bytes given (supertest would otherwise JSON-encode a Buffer). */
+export function postRaw(app: Express, target: string, headers: Record<string, string>, body: Buffer | string) {
+  return request(app)
+    .post(target)
+    .set(headers)
+    .serialize((b: unknown) => b as string)
+    .send(typeof body === 'string' ? Buffer.from(body, 'utf8') : (body as unknown as string));
+}
