@@ -3,14 +3,14 @@ import { ConfigError } from './config/errors';
 import { loadConfig } from './config/load';
 import { createLogger } from './logging/logger';
 import { createMetrics } from './monitoring/metrics';
-import { startReceiver } from './receiver';
+import { startService } from './service';
 
 async function main(): Promise<void> {
   let config;
   let keys;
   try {
     config = loadConfig(process.env);
-    keys = loadPlatformKeys(config.platformPublicKeys);
+    keys = config.role === 'worker' ? [] : loadPlatformKeys(config.platformPublicKeys);
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`${err.message}\n`);
@@ -20,14 +20,14 @@ async function main(): Promise<void> {
   }
   const logger = createLogger(config.logLevel);
   const metrics = createMetrics();
-  const receiver = await startReceiver({ config, keys, logger, metrics });
+  const service = await startService(config, keys, logger, metrics);
 
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
     logger.info('shutting down', { signal });
-    receiver
+    service
       .close()
       .then(() => {
         logger.info('stopped');

@@ -50,11 +50,35 @@ describe('loadConfig', () => {
     expect(problems).toEqual(
       expect.arrayContaining([
         expect.stringMatching(/^port:/),
-        expect.stringMatching(/^platformPublicKeys:/),
         expect.stringMatching(/^callbackBasePath:/),
         expect.stringMatching(/^timestampToleranceMs:/),
       ]),
     );
+  });
+
+  it('when the receiver runs without platform keys, then it says they are required', () => {
+    expect(problemsOf(() => loadConfig({}))).toEqual(['platformPublicKeys: at least one platform public key is required (PLATFORM_PUBLIC_KEYS)']);
+    expect(loadConfig({ ROLE: 'worker' }).role).toBe('worker');
+  });
+
+  it('when a target is invalid, then the problem names the target field', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'cfg-'));
+    const file = path.join(dir, 'targets.yaml');
+    writeFileSync(file, 'targets:\n  - { name: Ledger, url: "ftp://x", events: [payment.done], secret: "abc" }\n  - { name: crm, url: "http://127.0.0.1:1/x", events: ["*"] }\n');
+    const problems = problemsOf(() => loadConfig({ ...base, CONFIG_FILE: file }));
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^targets\.0\.name:/),
+        expect.stringMatching(/^targets\.0\.url:/),
+        expect.stringMatching(/^targets\.0\.events\.0:/),
+        expect.stringMatching(/^targets\.0\.secret: must be whsec_/),
+      ]),
+    );
+    const okFile = path.join(dir, 'ok.yaml');
+    writeFileSync(okFile, 'targets:\n  - { name: crm, url: "http://127.0.0.1:1/x", events: ["*"] }\n');
+    expect(loadConfig({ ...base, CONFIG_FILE: okFile }).targets).toEqual([
+      expect.objectContaining({ name: 'crm', timeoutMs: 10000, maxAttempts: 12, concurrency: 10, format: 'standard', backoff: { initialMs: 1000, maxMs: 3600000 } }),
+    ]);
   });
 
   it('when the legacy scheme is enabled without a merchant id, then it says MERCHANT_ID is required', () => {

@@ -1,89 +1,11 @@
 #!/usr/bin/env node
-import { parseArgs } from 'node:util';
-import { keygen } from './commands/keygen';
-import { parseEventTypes, sendNotification } from './commands/send';
+import { ConfigError } from '../config/errors';
+import { runCli } from './run';
 
-const USAGE = `usage: webhook-receiver <command> [options]
-
-commands:
-  keygen [--dir DIR]                 create a test platform key pair (default DIR: ./.keys)
-  send <event-type|all> [options]    sign a sample notification as the platform would and send it
-      --url URL                      receiver base URL (default http://127.0.0.1:8080)
-      --key FILE                     platform private key, PKCS#8 PEM (default ./.keys/platform-private.pem)
-      --scheme current|legacy        signature scheme (default current)
-      --body FILE|-                  send this body instead of a sample
-      --prefix P                     signature header prefix (default x-svc)
-      --base-path /P                 CALLBACK_BASE_PATH of the receiver (default none)
-      --app-id ID                    send <prefix>-appid
-      --merchant-id ID               merchant id signed by the legacy scheme
-      --sub-merchant ID              send X-Merch-Id
-      --times N                      send the identical request N times (default 1)
-`;
-
-async function main(argv: string[]): Promise<number> {
-  const [command, ...rest] = argv;
-  const out = (line: string) => process.stdout.write(`${line}\n`);
-  switch (command) {
-    case 'keygen': {
-      const { values } = parseArgs({ args: rest, options: { dir: { type: 'string', default: '.keys' } } });
-      keygen(values.dir, out);
-      return 0;
-    }
-    case 'send':
-    case 'trigger': {
-      const { values, positionals } = parseArgs({
-        args: rest,
-        allowPositionals: true,
-        options: {
-          url: { type: 'string', default: 'http://127.0.0.1:8080' },
-          key: { type: 'string', default: '.keys/platform-private.pem' },
-          scheme: { type: 'string', default: 'current' },
-          body: { type: 'string' },
-          prefix: { type: 'string', default: 'x-svc' },
-          'base-path': { type: 'string', default: '' },
-          'app-id': { type: 'string' },
-          'merchant-id': { type: 'string' },
-          'sub-merchant': { type: 'string' },
-          times: { type: 'string', default: '1' },
-        },
-      });
-      if (values.scheme !== 'current' && values.scheme !== 'legacy') throw new Error('--scheme is current or legacy');
-      let failed = false;
-      for (const type of parseEventTypes(positionals[0])) {
-        const results = await sendNotification(type, {
-          url: values.url,
-          keyFile: values.key,
-          scheme: values.scheme,
-          bodyFile: values.body,
-          headerPrefix: values.prefix,
-          basePath: values['base-path'],
-          appId: values['app-id'],
-          merchantId: values['merchant-id'],
-          subMerchantId: values['sub-merchant'],
-          times: Number(values.times),
-        });
-        for (const r of results) {
-          out(`${r.type.padEnd(26)} ${r.status} ${r.body}`);
-          if (r.status !== 200) failed = true;
-        }
-      }
-      return failed ? 1 : 0;
-    }
-    case undefined:
-    case 'help':
-    case '--help':
-      out(USAGE);
-      return command === undefined ? 2 : 0;
-    default:
-      process.stderr.write(`unknown command "${command}"\n${USAGE}`);
-      return 2;
-  }
-}
-
-main(process.argv.slice(2)).then(
+runCli(process.argv.slice(2), { env: process.env, out: (line) => process.stdout.write(`${line}\n`) }).then(
   (code) => process.exit(code),
   (err: Error) => {
     process.stderr.write(`error: ${err.message}\n`);
-    process.exit(1);
+    process.exit(err instanceof ConfigError ? 78 : 1);
   },
 );

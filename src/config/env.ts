@@ -2,6 +2,7 @@ type Parse = (raw: string) => unknown;
 
 const text: Parse = (raw) => raw;
 const int: Parse = (raw) => (/^-?\d+$/.test(raw.trim()) ? Number(raw) : raw);
+const bool: Parse = (raw) => (raw === 'true' || raw === '1' ? true : raw === 'false' || raw === '0' ? false : raw);
 const list: Parse = (raw) => raw.split(',').map((s) => s.trim()).filter(Boolean);
 
 /** Environment variables that override the configuration, and the setting each one sets. */
@@ -22,6 +23,16 @@ export const ENV_SETTINGS: Record<string, { path: string[]; parse: Parse }> = {
   BODY_LIMIT_BYTES: { path: ['bodyLimitBytes'], parse: int },
   LOG_LEVEL: { path: ['logLevel'], parse: text },
   SHUTDOWN_TIMEOUT_MS: { path: ['shutdownTimeoutMs'], parse: int },
+  ROLE: { path: ['role'], parse: text },
+  ADMIN_PORT: { path: ['adminPort'], parse: int },
+  ADMIN_HOST: { path: ['adminHost'], parse: text },
+  ADMIN_TOKEN: { path: ['adminToken'], parse: text },
+  ADMIN_USER: { path: ['adminUser'], parse: text },
+  ADMIN_PASSWORD: { path: ['adminPassword'], parse: text },
+  ADMIN_READ_ONLY_DASHBOARD: { path: ['adminReadOnlyDashboard'], parse: bool },
+  WORKER_LOCK_DURATION_MS: { path: ['worker', 'lockDurationMs'], parse: int },
+  WORKER_STALLED_INTERVAL_MS: { path: ['worker', 'stalledIntervalMs'], parse: int },
+  WORKER_SHUTDOWN_TIMEOUT_MS: { path: ['worker', 'shutdownTimeoutMs'], parse: int },
 };
 
 export function envOverrides(env: Record<string, string | undefined>): Record<string, unknown> {

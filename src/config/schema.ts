@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { targetSchema } from '../forwarding/target-schema';
 
 const ms = z.number().int().nonnegative();
 
@@ -8,8 +9,10 @@ export const configSchema = z
     port: z.number().int().min(0).max(65535),
     host: z.string().min(1),
     redisUrl: z.string().regex(/^rediss?:\/\//, 'must start with redis:// or rediss://'),
+    /** Which parts run in this process: the public receiver, the delivery workers, or both. */
+    role: z.enum(['all', 'receiver', 'worker']),
     /** Key texts: Base64 DER (X.509 SPKI), PEM public keys or PEM certificates, or `file:` paths. */
-    platformPublicKeys: z.array(z.string().min(1)).min(1, 'at least one platform public key is required'),
+    platformPublicKeys: z.array(z.string().min(1)),
     platformAppId: z.string().min(1).max(64).optional(),
     merchantId: z.string().min(1).optional(),
     signatureHeaderPrefix: z
@@ -37,8 +40,32 @@ export const configSchema = z
       keepAliveTimeoutMs: ms.min(1),
     }),
     shutdownTimeoutMs: ms.min(1),
+    targets: z.array(targetSchema),
+    worker: z.object({
+      /** How long a worker holds a job before another may take it over (a crashed worker's jobs return after this). */
+      lockDurationMs: ms.min(1000),
+      stalledIntervalMs: ms.min(500),
+      /** How long in-flight deliveries may finish on SIGTERM before they are left to be picked up again. */
+      shutdownTimeoutMs: ms.min(1),
+    }),
+    adminPort: z.number().int().min(0).max(65535),
+    adminHost: z.string().min(1),
+    adminToken: z.string().min(16, 'must be at least 16 characters').optional(),
+    adminUser: z.string().min(1).optional(),
+    adminPassword: z.string().min(12, 'must be at least 12 characters').optional(),
+    adminReadOnlyDashboard: z.boolean(),
   })
   .superRefine((c, ctx) => {
+    if (c.role !== 'worker' && c.platformPublicKeys.length === 0) {
+      ctx.addIssue({ code: 'custom', path: ['platformPublicKeys'], message: 'at least one platform public key is required (PLATFORM_PUBLIC_KEYS)' });
+    }
+    const names = c.targets.map((t) => t.name);
+    names.forEach((name, i) => {
+      if (names.indexOf(name) !== i) ctx.addIssue({ code: 'custom', path: ['targets', i, 'name'], message: `target name "${name}" is used twice` });
+    });
+    if ((c.adminUser === undefined) !== (c.adminPassword === undefined)) {
+      ctx.addIssue({ code: 'custom', path: ['adminPassword'], message: 'ADMIN_USER and ADMIN_PASSWORD go together' });
+    }
     if (c.signatureSchemes.includes('legacy') && !c.merchantId) {
       ctx.addIssue({ code: 'custom', path: ['merchantId'], message: 'MERCHANT_ID is required when the legacy scheme is enabled' });
     }

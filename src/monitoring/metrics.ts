@@ -28,9 +28,34 @@ export function createMetrics(registry = new Registry(), withDefaults = true) {
     labelNames: ['event_type'] as const,
     registers: [registry],
   });
+  const deliveries = new Counter({
+    name: 'webhook_deliveries_total',
+    help: 'Delivery attempts to targets, by target and outcome (delivered, retry, dead_lettered)',
+    labelNames: ['target', 'event_type', 'outcome'] as const,
+    registers: [registry],
+  });
+  const deliveryLatency = new Histogram({
+    name: 'webhook_delivery_latency_seconds',
+    help: 'Time from receipt of the notification to its delivery to the target',
+    labelNames: ['target'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5, 30, 120, 600, 3600],
+    registers: [registry],
+  });
+  const deadLetters = new Counter({
+    name: 'webhook_dead_letters_total',
+    help: 'Deliveries dead-lettered after their last attempt or a permanent failure',
+    labelNames: ['target'] as const,
+    registers: [registry],
+  });
+  const unrouted = new Counter({
+    name: 'webhook_unrouted_events_total',
+    help: 'Events no target subscribes to (kept as failed jobs of their event queue)',
+    labelNames: ['event_type'] as const,
+    registers: [registry],
+  });
   // Zero-initialise the accepted series so dashboards show every event type from the start.
   for (const type of EVENT_TYPES) notifications.labels(type, 'accepted', '').inc(0);
-  return { registry, notifications, ackLatency, enqueueFailures };
+  return { registry, notifications, ackLatency, enqueueFailures, deliveries, deliveryLatency, deadLetters, unrouted };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

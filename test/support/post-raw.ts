@@ -1,8 +1,8 @@
 import type { Express } from 'express';
 import request from 'supertest';
 
-/** POSTs the exact bytes given (supertest would otherwise JSON-encode a Buffer). */
-export function postRaw(app: Express, target: string, headers: Record<string, string>, body: Buffer | string) {
+/** POSTs the exact bytes given (supertest would otherwise JSON-encode a Buffer), to an app or a base URL. */
+export function postRaw(app: Express | string, target: string, headers: Record<string, string>, body: Buffer | string) {
   return request(app)
     .post(target)
     .set(headers)

@@ -1,0 +1,34 @@
+import { timingSafeEqual } from 'node:crypto';
+import type { NextFunction, Request, Response } from 'express';
+
+export interface AdminCredentials {
+  token?: string;
+  user?: string;
+  password?: string;
+}
+
+function same(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+export function hasCredentials(c: AdminCredentials): boolean {
+  return Boolean(c.token || (c.user && c.password));
+}
+
+/** Bearer token (`ADMIN_TOKEN`) for tools, or basic auth (`ADMIN_USER`/`ADMIN_PASSWORD`) for a browser. */
+export function requireAdmin(c: AdminCredentials) {
+  return (req: Request, res: Response, next: NextFunction): void => {
+    const header = req.headers.authorization ?? '';
+    const [scheme, value = ''] = header.split(' ', 2);
+    if (scheme === 'Bearer' && c.token && same(value, c.token)) return next();
+    if (scheme === 'Basic' && c.user && c.password) {
+      const decoded = Buffer.from(value, 'base64').toString('utf8');
+      const colon = decoded.indexOf(':');
+      if (colon > 0 && same(decoded.slice(0, colon), c.user) && same(decoded.slice(colon + 1), c.password)) return next();
+    }
+    if (c.user) res.setHeader('WWW-Authenticate', 'Basic realm="webhook-receiver admin", charset="UTF-8"');
+    res.status(401).json({ error: 'unauthorized', message: 'admin credentials required (Bearer token or basic auth)' });
+  };
+}

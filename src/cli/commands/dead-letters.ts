@@ -1,0 +1,67 @@
+import { parseArgs } from 'node:util';
+import type { Config } from '../../config/schema';
+import { closeQueues, openDeliveryQueues } from '../../forwarding/delivery-queues';
+import { createDeadLetters, type DeadLetterFilter } from '../../operations/dead-letters';
+import { createWorkerConnection } from '../../queue/connection';
+import { formatTable } from '../table';
+
+function parseTime(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const ms = /^\d+$/.test(value) ? Number(value) : Date.parse(value);
+  if (Number.isNaN(ms)) throw new Error(`not a time: ${value} (ISO 8601 or epoch milliseconds)`);
+  return ms;
+}
+
+/** `dlq list` and `dlq replay`, straight against Redis with the service's configuration. */
+export async function deadLetterCommand(config: Config, args: string[], out: (line: string) => void): Promise<number> {
+  const [sub, ...rest] = args;
+  const { values, positionals } = parseArgs({
+    args: rest,
+    allowPositionals: true,
+    options: {
+      target: { type: 'string' },
+      'event-type': { type: 'string' },
+      from: { type: 'string' },
+      to: { type: 'string' },
+      limit: { type: 'string' },
+      all: { type: 'boolean', default: false },
+      json: { type: 'boolean', default: false },
+    },
+  });
+  const filter: DeadLetterFilter = {
+    target: values.target,
+    eventType: values['event-type'],
+    from: parseTime(values.from),
+    to: parseTime(values.to),
+    limit: values.limit ? Number(values.limit) : undefined,
+  };
+  const connection = createWorkerConnection(config.redisUrl);
+  const queues = openDeliveryQueues(connection, config.queuePrefix, config.targets);
+  const deadLetters = createDeadLetters(queues);
+  try {
+    if (sub === 'list') {
+      const items = await deadLetters.list(filter);
+      if (values.json) out(JSON.stringify(items, null, 2));
+      else {
+        out(formatTable(
+          ['ID', 'EVENT TYPE', 'FAILED AT', 'ATTEMPTS', 'STATUS', 'ERROR'],
+          items.map((d) => [d.id, d.eventType, d.failedAt, d.attempts, d.lastFailure?.status, d.lastFailure?.error ?? d.reason]),
+        ));
+        out(`${items.length} dead letter(s)`);
+      }
+      return 0;
+    }
+    if (sub === 'replay') {
+      if (!values.all && positionals.length === 0) throw new Error('name dead letters to replay (<target>/<job id> …) or pass --all (with optional filters)');
+      const { limit: _limit, ...matching } = filter;
+      const result = values.all ? await deadLetters.replayMatching(matching) : await deadLetters.replay(positionals);
+      for (const id of result.replayed) out(`replayed   ${id}`);
+      for (const id of result.notFound) out(`not found  ${id}`);
+      return result.notFound.length ? 1 : 0;
+    }
+    throw new Error('dlq takes list or replay');
+  } finally {
+    await closeQueues(queues);
+    connection.disconnect();
+  }
+}

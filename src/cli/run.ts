@@ -1,0 +1,97 @@
+import { parseArgs } from 'node:util';
+import { loadConfig } from '../config/load';
+import { deadLetterCommand } from './commands/dead-letters';
+import { keygen } from './commands/keygen';
+import { parseEventTypes, sendNotification } from './commands/send';
+
+export const USAGE = `usage: webhook-receiver <command> [options]
+
+test notifications:
+  keygen [--dir DIR]                 create a test platform key pair (default DIR: ./.keys)
+  send <event-type|all> [options]    sign a sample notification as the platform would and send it
+      --url URL                      receiver base URL (default http://127.0.0.1:8080)
+      --key FILE                     platform private key, PKCS#8 PEM (default ./.keys/platform-private.pem)
+      --scheme current|legacy        signature scheme (default current)
+      --body FILE|-                  send this body instead of a sample
+      --prefix P                     signature header prefix (default x-svc)
+      --base-path /P                 CALLBACK_BASE_PATH of the receiver (default none)
+      --app-id ID                    send <prefix>-appid
+      --merchant-id ID               merchant id signed by the legacy scheme
+      --sub-merchant ID              send X-Merch-Id
+      --times N                      send the identical request N times (default 1)
+
+operations (read the service's configuration: CONFIG_FILE, REDIS_URL, QUEUE_PREFIX, ...):
+  dlq list [--target T] [--event-type E] [--from TIME] [--to TIME] [--limit N] [--json]
+  dlq replay <target>/<job id> ...   replay the named dead letters
+  dlq replay --all [filters]         replay every dead letter matching the filters
+`;
+
+export interface CliIo {
+  env: Record<string, string | undefined>;
+  out: (line: string) => void;
+}
+
+/** Runs one CLI command; returns the exit code. */
+export async function runCli(argv: string[], io: CliIo): Promise<number> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case 'keygen': {
+      const { values } = parseArgs({ args: rest, options: { dir: { type: 'string', default: '.keys' } } });
+      keygen(values.dir, io.out);
+      return 0;
+    }
+    case 'send':
+    case 'trigger':
+      return sendCommand(rest, io);
+    case 'dlq':
+      // Operator commands need Redis and the targets, not the platform keys: read the config as a worker does.
+      return deadLetterCommand(loadConfig({ ...io.env, ROLE: 'worker' }), rest, io.out);
+    case 'help':
+    case '--help':
+      io.out(USAGE);
+      return 0;
+    default:
+      io.out(command === undefined ? USAGE : `unknown command "${command}"\n${USAGE}`);
+      return 2;
+  }
+}
+
+async function sendCommand(args: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      url: { type: 'string', default: 'http://127.0.0.1:8080' },
+      key: { type: 'string', default: '.keys/platform-private.pem' },
+      scheme: { type: 'string', default: 'current' },
+      body: { type: 'string' },
+      prefix: { type: 'string', default: 'x-svc' },
+      'base-path': { type: 'string', default: '' },
+      'app-id': { type: 'string' },
+      'merchant-id': { type: 'string' },
+      'sub-merchant': { type: 'string' },
+      times: { type: 'string', default: '1' },
+    },
+  });
+  if (values.scheme !== 'current' && values.scheme !== 'legacy') throw new Error('--scheme is current or legacy');
+  let failed = false;
+  for (const type of parseEventTypes(positionals[0])) {
+    const results = await sendNotification(type, {
+      url: values.url,
+      keyFile: values.key,
+      scheme: values.scheme,
+      bodyFile: values.body,
+      headerPrefix: values.prefix,
+      basePath: values['base-path'],
+      appId: values['app-id'],
+      merchantId: values['merchant-id'],
+      subMerchantId: values['sub-merchant'],
+      times: Number(values.times),
+    });
+    for (const r of results) {
+      io.out(`${r.type.padEnd(26)} ${r.status} ${r.body}`);
+      if (r.status !== 200) failed = true;
+    }
+  }
+  return failed ? 1 : 0;
+}

@@ -1,0 +1,46 @@
+import { Webhook } from 'standardwebhooks';
+import { decodeRawBody } from '../queue/job';
+import type { DeliveryJob } from './delivery-job';
+import type { Target } from './target-schema';
+
+export interface OutgoingRequest {
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
+/**
+ * `standard`: Standard Webhooks JSON whose `data` is the platform's body spliced in as received (no
+ * re-serialisation, so unknown fields and number formats survive), signed with the target's secret.
+ * `passthrough`: the platform's bytes and signature headers, unchanged, for a system that verifies the
+ * platform's signature itself; `x-forwarded-uri` tells it which request target was signed.
+ */
+export function buildRequest(job: DeliveryJob, target: Target, signer: Webhook | undefined, now: Date): OutgoingRequest {
+  const raw = decodeRawBody(job);
+  if (target.format === 'passthrough') {
+    return {
+      headers: {
+        ...target.headers,
+        ...job.signatureHeaders,
+        'content-type': job.contentType ?? 'application/json',
+        'webhook-id': job.eventId,
+        'x-forwarded-uri': job.path,
+        ...(job.merchantId ? { 'x-merch-id': job.merchantId } : {}),
+      },
+      body: raw,
+    };
+  }
+  const body = Buffer.concat([
+    Buffer.from(`{"id":${JSON.stringify(job.eventId)},"type":${JSON.stringify(job.eventType)},"timestamp":${JSON.stringify(job.receivedAt)},"data":`),
+    raw,
+    Buffer.from('}'),
+  ]);
+  const headers: Record<string, string> = {
+    ...target.headers,
+    'content-type': 'application/json',
+    'webhook-id': job.eventId,
+    'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+  };
+  if (signer) headers['webhook-signature'] = signer.sign(job.eventId, now, body);
+  if (job.merchantId) headers['x-merch-id'] = job.merchantId;
+  return { headers, body };
+}

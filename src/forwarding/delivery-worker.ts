@@ -1,0 +1,73 @@
+import { Worker, UnrecoverableError, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { Webhook } from 'standardwebhooks';
+import { Agent } from 'undici';
+import type { Logger } from '../logging/logger';
+import type { Metrics } from '../monitoring/metrics';
+import { attemptDelivery, failureDetails, type AttemptSuccess } from './attempt';
+import { backoffDelay } from './backoff';
+import { buildRequest } from './build-request';
+import { deliveryQueueName, type DeliveryFailure, type DeliveryJob } from './delivery-job';
+import type { Target } from './target-schema';
+
+export interface WorkerDeps {
+  connection: Redis;
+  prefix: string;
+  logger: Logger;
+  metrics: Metrics;
+  lockDurationMs: number;
+  stalledIntervalMs: number;
+}
+
+/** Consumes one target's delivery queue with that target's concurrency, rate limit and backoff. */
+export function createDeliveryWorker(target: Target, deps: WorkerDeps): { worker: Worker; close(): Promise<void> } {
+  const dispatcher = new Agent({ connections: target.concurrency, keepAliveTimeout: 4000 });
+  const signer = target.secret ? new Webhook(target.secret) : undefined;
+  const { logger, metrics } = deps;
+
+  const processor = async (job: Job<DeliveryJob>): Promise<AttemptSuccess> => {
+    const attempt = job.attemptsMade + 1;
+    const { eventId, eventType } = job.data;
+    try {
+      const result = await attemptDelivery(target, dispatcher, buildRequest(job.data, target, signer, new Date()));
+      metrics.deliveries.labels(target.name, eventType, 'delivered').inc();
+      metrics.deliveryLatency.labels(target.name).observe((Date.now() - Date.parse(job.data.receivedAt)) / 1000);
+      logger.info('delivered', { eventId, eventType, target: target.name, attempt, status: result.status, latencyMs: result.latencyMs });
+      return result;
+    } catch (err) {
+      const error = (err as Error).message;
+      const details = failureDetails(err);
+      const final = err instanceof UnrecoverableError || attempt >= (job.opts.attempts ?? 1);
+      const failure: DeliveryFailure = { at: new Date().toISOString(), attempt, error, ...details };
+      await job.log(JSON.stringify(failure));
+      if (final) {
+        await job.updateData({ ...job.data, lastFailure: failure });
+        metrics.deliveries.labels(target.name, eventType, 'dead_lettered').inc();
+        metrics.deadLetters.labels(target.name).inc();
+        logger.error('delivery dead-lettered', { eventId, eventType, target: target.name, attempt, status: details.status, error });
+      } else {
+        metrics.deliveries.labels(target.name, eventType, 'retry').inc();
+        logger.warn('delivery attempt failed; will retry', { eventId, eventType, target: target.name, attempt, status: details.status, error });
+      }
+      throw err;
+    }
+  };
+
+  const worker = new Worker<DeliveryJob, AttemptSuccess>(deliveryQueueName(target.name), processor, {
+    connection: deps.connection,
+    prefix: deps.prefix,
+    concurrency: target.concurrency,
+    limiter: target.rateLimit ? { max: target.rateLimit.max, duration: target.rateLimit.perMs } : undefined,
+    lockDuration: deps.lockDurationMs,
+    stalledInterval: deps.stalledIntervalMs,
+    maxStalledCount: 5,
+    settings: { backoffStrategy: (attemptsMade, _type, err) => backoffDelay(attemptsMade, target.backoff, err) },
+  });
+  worker.on('error', (err) => logger.warn('delivery worker error', { target: target.name, error: err.message }));
+  return {
+    worker,
+    async close() {
+      await dispatcher.close();
+    },
+  };
+}

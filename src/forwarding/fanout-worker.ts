@@ -1,0 +1,54 @@
+import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
+import type { EventType } from '../events/table';
+import type { EventJob } from '../queue/job';
+import { eventQueueName } from '../queue/names';
+import { deliveryQueueName, toDeliveryJob } from './delivery-job';
+import type { WorkerDeps } from './delivery-worker';
+import { subscribes, type Target } from './target-schema';
+
+export interface FanoutDeps extends WorkerDeps {
+  targets: readonly Target[];
+  deliveryQueues: ReadonlyMap<string, Queue>;
+  retention: { completedAgeSeconds: number; completedCount: number };
+}
+
+/**
+ * Turns each event of one type into one delivery job per subscribed target. The delivery job id is
+ * the event id, so if this step is retried after a partial failure, targets that already have the
+ * delivery are not given a second one.
+ */
+export function createFanoutWorker(eventType: EventType, deps: FanoutDeps): Worker<EventJob> {
+  const subscribed = deps.targets.filter((t) => subscribes(t, eventType));
+  const processor = async (job: Job<EventJob>): Promise<{ targets: string[] }> => {
+    if (subscribed.length === 0) {
+      deps.metrics.unrouted.labels(eventType).inc();
+      deps.logger.warn('event kept: no target subscribes to its type', { eventId: job.data.eventId, eventType });
+      throw new UnrecoverableError(`no target subscribes to ${eventType}; the event is kept here, retry it once one does`);
+    }
+    await Promise.all(
+      subscribed.map((target) =>
+        deps.deliveryQueues.get(target.name)!.add(eventType, toDeliveryJob(job.data, target.name), {
+          jobId: job.data.eventId,
+          attempts: target.maxAttempts,
+          backoff: { type: 'target' },
+          removeOnComplete: { age: deps.retention.completedAgeSeconds, count: deps.retention.completedCount },
+          removeOnFail: false, // dead letters stay until an operator replays or removes them
+        }),
+      ),
+    );
+    return { targets: subscribed.map((t) => t.name) };
+  };
+  const worker = new Worker<EventJob>(eventQueueName(eventType), processor, {
+    connection: deps.connection,
+    prefix: deps.prefix,
+    concurrency: 50,
+    lockDuration: deps.lockDurationMs,
+    stalledInterval: deps.stalledIntervalMs,
+  });
+  worker.on('error', (err) => deps.logger.warn('fan-out worker error', { eventType, error: err.message }));
+  return worker;
+}
+
+export function deliveryQueueNames(targets: readonly Target[]): string[] {
+  return targets.map((t) => deliveryQueueName(t.name));
+}

@@ -1,0 +1,106 @@
+import type { Job, Queue } from 'bullmq';
+import type { DeliveryFailure, DeliveryJob } from '../forwarding/delivery-job';
+
+export interface DeadLetter {
+  /** `<target>/<job id>`: what replay takes. */
+  id: string;
+  target: string;
+  eventId: string;
+  eventType: string;
+  receivedAt: string;
+  failedAt?: string;
+  attempts: number;
+  reason: string;
+  lastFailure?: DeliveryFailure;
+}
+
+export interface DeadLetterFilter {
+  target?: string;
+  eventType?: string;
+  /** Failed at or after (ISO time or epoch ms). */
+  from?: number;
+  /** Failed at or before. */
+  to?: number;
+  /** @defaultValue 100 */
+  limit?: number;
+}
+
+const SCAN_LIMIT = 10000;
+
+/**
+ * Dead letters are the failed jobs of the delivery queues (failed jobs there are never removed
+ * automatically). Replaying one retries the same job, so the event keeps its `webhook-id`, with a
+ * fresh set of attempts.
+ */
+export function createDeadLetters(queues: ReadonlyMap<string, Queue>) {
+  function selectedQueues(target?: string): [string, Queue][] {
+    if (target === undefined) return [...queues.entries()];
+    const queue = queues.get(target);
+    if (!queue) throw new UnknownTargetError(target);
+    return [[target, queue]];
+  }
+
+  async function list(filter: DeadLetterFilter = {}): Promise<DeadLetter[]> {
+    const limit = filter.limit ?? 100;
+    const out: DeadLetter[] = [];
+    for (const [target, queue] of selectedQueues(filter.target)) {
+      const jobs = (await queue.getFailed(0, SCAN_LIMIT - 1)) as Job<DeliveryJob>[];
+      for (const job of jobs) {
+        if (!job) continue;
+        const failedAt = job.finishedOn;
+        if (filter.eventType && job.data.eventType !== filter.eventType) continue;
+        if (filter.from !== undefined && (failedAt ?? 0) < filter.from) continue;
+        if (filter.to !== undefined && (failedAt ?? Infinity) > filter.to) continue;
+        out.push({
+          id: `${target}/${job.id}`,
+          target,
+          eventId: job.data.eventId,
+          eventType: job.data.eventType,
+          receivedAt: job.data.receivedAt,
+          failedAt: failedAt ? new Date(failedAt).toISOString() : undefined,
+          attempts: job.attemptsMade,
+          reason: job.failedReason,
+          lastFailure: job.data.lastFailure,
+        });
+        if (out.length >= limit) return out;
+      }
+    }
+    return out;
+  }
+
+  /** Replays the named dead letters; returns the ids replayed and those not found (or no longer failed). */
+  async function replay(ids: readonly string[]): Promise<{ replayed: string[]; notFound: string[] }> {
+    const replayed: string[] = [];
+    const notFound: string[] = [];
+    for (const id of ids) {
+      const slash = id.indexOf('/');
+      const queue = slash > 0 ? queues.get(id.slice(0, slash)) : undefined;
+      const job = queue ? ((await queue.getJob(id.slice(slash + 1))) as Job<DeliveryJob> | undefined) : undefined;
+      if (!job || !(await job.isFailed())) {
+        notFound.push(id);
+        continue;
+      }
+      await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
+      replayed.push(id);
+    }
+    return { replayed, notFound };
+  }
+
+  /** Replays every dead letter matching the filter (all of them when it is empty). */
+  async function replayMatching(filter: Omit<DeadLetterFilter, 'limit'>): Promise<{ replayed: string[]; notFound: string[] }> {
+    const matching = await list({ ...filter, limit: SCAN_LIMIT });
+    return replay(matching.map((d) => d.id));
+  }
+
+  return { list, replay, replayMatching };
+}
+
+export type DeadLetters = ReturnType<typeof createDeadLetters>;
+
+export class UnknownTargetError extends Error {
+  constructor(readonly target: string) {
+    super(`no target named "${target}"`);
+    this.name = 'UnknownTargetError';
+    Object.setPrototypeOf(this, new.target.prototype);
+  }
+}

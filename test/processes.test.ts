@@ -1,0 +1,103 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { stringify } from 'yaml';
+import { postRaw } from './support/post-raw';
+import { testRedisUrl, uniquePrefix } from './support/harness';
+import { FakePlatform } from './support/platform';
+import { ServiceProcess } from './support/service-process';
+import { TargetServer } from './support/target-server';
+
+const platform = new FakePlatform();
+const started: ServiceProcess[] = [];
+const targets: TargetServer[] = [];
+
+afterEach(async () => {
+  await Promise.all(started.splice(0).map((s) => s.kill('SIGKILL')));
+  await Promise.all(targets.splice(0).map((t) => t.close()));
+});
+
+function writeConfig(config: object): string {
+  const file = path.join(mkdtempSync(path.join(tmpdir(), 'svc-')), 'config.yaml');
+  writeFileSync(file, stringify(config));
+  return file;
+}
+
+async function service(env: Record<string, string>): Promise<ServiceProcess> {
+  const s = await ServiceProcess.start(env);
+  started.push(s);
+  return s;
+}
+
+function baseEnv(targetList: object[]): Record<string, string> {
+  return {
+    REDIS_URL: testRedisUrl(),
+    QUEUE_PREFIX: uniquePrefix(),
+    PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64,
+    CONFIG_FILE: writeConfig({ targets: targetList }),
+    WORKER_LOCK_DURATION_MS: '1500',
+    WORKER_STALLED_INTERVAL_MS: '500',
+  };
+}
+
+function send(port: number, n: ReturnType<FakePlatform['signed']>) {
+  return postRaw(`http://127.0.0.1:${port}`, n.target, n.headers, n.body);
+}
+
+describe('worker processes', () => {
+  it('when a worker is killed with SIGKILL mid-delivery, then another worker still delivers it', async () => {
+    const erp = await TargetServer.start((n) => (n === 0 ? 'hang' : { status: 200 }));
+    targets.push(erp);
+    const env = baseEnv([{ name: 'erp', url: erp.url, events: ['*'], timeoutMs: 30000 }]);
+    const receiver = await service({ ...env, ROLE: 'receiver' });
+    const first = await service({ ...env, ROLE: 'worker' });
+
+    const n = platform.signed('payment.result');
+    await send(receiver.port, n).expect(200);
+    await erp.waitFor(() => erp.requests.length === 1); // the first worker is mid-delivery
+    await first.kill('SIGKILL');
+    await service({ ...env, ROLE: 'worker' });
+
+    await erp.waitFor(() => erp.successes().length === 1, 15000);
+    expect(erp.requests.map((r) => r.headers['webhook-id'])).toEqual([erp.requests[0]!.headers['webhook-id'], erp.requests[0]!.headers['webhook-id']]);
+  });
+
+  it('when a worker gets SIGTERM mid-delivery, then it finishes the delivery before it exits', async () => {
+    const erp = await TargetServer.start(() => ({ status: 200, delayMs: 700 }));
+    targets.push(erp);
+    const env = baseEnv([{ name: 'erp', url: erp.url, events: ['*'] }]);
+    const all = await service(env);
+
+    await send(all.port, platform.signed('fx.result')).expect(200);
+    await erp.waitFor(() => erp.requests.length === 1);
+    const exit = await all.kill('SIGTERM');
+
+    expect(exit).toBe(0);
+    expect(erp.successes()).toHaveLength(1);
+    expect(all.lines.find((l) => l.message === 'delivered')).toBeDefined();
+  });
+});
+
+describe('several receivers and workers on one Redis', () => {
+  it('when one notification is sent to two receivers at once, then each target gets it once', async () => {
+    const ledger = await TargetServer.start();
+    const crm = await TargetServer.start();
+    targets.push(ledger, crm);
+    const env = baseEnv([
+      { name: 'ledger', url: ledger.url, events: ['*'] },
+      { name: 'crm', url: crm.url, events: ['*'] },
+    ]);
+    const [r1, r2] = await Promise.all([service({ ...env, ROLE: 'receiver' }), service({ ...env, ROLE: 'receiver' })]);
+    await Promise.all([service({ ...env, ROLE: 'worker' }), service({ ...env, ROLE: 'worker' })]);
+
+    const n = platform.signed('remittance.incoming');
+    const answers = await Promise.all([send(r1!.port, n), send(r2!.port, n)]);
+    expect(answers.map((a) => a.status)).toEqual([200, 200]);
+
+    await ledger.waitFor(() => ledger.requests.length === 1);
+    await crm.waitFor(() => crm.requests.length === 1);
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(ledger.requests).toHaveLength(1);
+    expect(crm.requests).toHaveLength(1);
+  });
+});

@@ -1,0 +1,79 @@
+import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface ReceivedRequest {
+  at: number;
+  path: string;
+  headers: IncomingHttpHeaders;
+  body: Buffer;
+  /** The status the target answered (undefined while hanging or before it answers). */
+  answered?: number;
+}
+
+/** What the target does with the n-th request (0-based): answer a status, or hang. */
+export type Behaviour = (n: number, req: ReceivedRequest) => { status: number; headers?: Record<string, string>; delayMs?: number; body?: string } | 'hang';
+
+/** A real local HTTP server standing in for one of the merchant's systems; it records every request. */
+export class TargetServer {
+  readonly requests: ReceivedRequest[] = [];
+  inFlight = 0;
+  maxInFlight = 0;
+  private readonly hanging = new Set<ServerResponse>();
+  private constructor(
+    private readonly server: Server,
+    public behaviour: Behaviour,
+  ) {}
+
+  static async start(behaviour: Behaviour = () => ({ status: 200 })): Promise<TargetServer> {
+    let target: TargetServer | undefined;
+    const server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => target!.handle({ at: Date.now(), path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks) }, res));
+    });
+    target = new TargetServer(server, behaviour);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    return target;
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/hook`;
+  }
+
+  private handle(req: ReceivedRequest, res: ServerResponse): void {
+    const n = this.requests.length;
+    this.requests.push(req);
+    const action = this.behaviour(n, req);
+    if (action === 'hang') {
+      this.hanging.add(res);
+      return;
+    }
+    this.inFlight++;
+    this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
+    setTimeout(() => {
+      this.inFlight--;
+      req.answered = action.status;
+      res.writeHead(action.status, { 'content-type': 'text/plain', ...action.headers });
+      res.end(action.body ?? `status ${action.status}`);
+    }, action.delayMs ?? 0);
+  }
+
+  /** Requests answered 2xx so far. */
+  successes(): ReceivedRequest[] {
+    return this.requests.filter((r) => r.answered !== undefined && r.answered >= 200 && r.answered < 300);
+  }
+
+  async waitFor(predicate: () => boolean, timeoutMs = 10000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!predicate()) {
+      if (Date.now() > deadline) throw new Error(`target: condition not met within ${timeoutMs} ms (${this.requests.length} requests)`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  async close(): Promise<void> {
+    for (const res of this.hanging) res.destroy();
+    this.server.closeAllConnections();
+    await new Promise<void>((r) => this.server.close(() => r()));
+  }
+}
