@@ -20,7 +20,7 @@ export interface RunningService {
 export async function startService(config: Config, keys: readonly KeyObject[], logger: Logger, metrics: Metrics): Promise<RunningService> {
   const receiver = config.role !== 'worker' ? await startReceiver({ config, keys, logger, metrics }) : undefined;
   const workers = config.role !== 'receiver' ? startWorkers(config, logger, metrics) : undefined;
-  const admin = await startAdmin(config, logger);
+  const admin = await startAdmin(config, logger, metrics.registry);
   return {
     receiver,
     workers,

@@ -3,16 +3,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import request from 'supertest';
 import { stringify } from 'yaml';
-import { createAdminApp } from '../src/admin/app';
 import { runCli } from '../src/cli/run';
-import { createLogger } from '../src/logging/logger';
-import { buildForwarding, waitUntil, type ForwardingHarness } from './support/forwarding-harness';
-import { LogCapture } from './support/harness';
+import { ADMIN_TEST_TOKEN, buildForwarding, waitUntil, type ForwardingHarness } from './support/forwarding-harness';
 import { FakePlatform } from './support/platform';
 import { TargetServer } from './support/target-server';
 
 const platform = new FakePlatform();
-const TOKEN = 'test-admin-token-0123456789';
+const TOKEN = ADMIN_TEST_TOKEN;
 let f: ForwardingHarness;
 let erp: TargetServer;
 let healthy = false;
@@ -60,9 +57,7 @@ describe('replaying dead letters', () => {
   });
 
   describe('through the admin endpoint', () => {
-    const logs = new LogCapture();
-    const app = () =>
-      createAdminApp({ credentials: { token: TOKEN }, deadLetters: f.deadLetters, logger: createLogger('info', logs.stream) });
+    const app = () => f.admin;
 
     it('without credentials, then 401', async () => {
       await request(app()).get('/admin/api/dead-letters').expect(401);
@@ -81,7 +76,7 @@ describe('replaying dead letters', () => {
 
       expect(res.body).toEqual({ replayed: [target.id], notFound: [] });
       await erp.waitFor(() => deliveredIds().includes(target.eventId));
-      expect(logs.find((l) => l.audit === true && l.action === 'dead-letters.replay')).toMatchObject({ items: [target.id] });
+      expect(f.adminLogs.find((l) => l.audit === true && l.action === 'dead-letters.replay')).toMatchObject({ items: [target.id] });
     });
 
     it('replays all that match, and each arrives once', async () => {

@@ -1,40 +1,63 @@
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import helmet from 'helmet';
+import type { Redis } from 'ioredis';
+import type { Registry } from 'prom-client';
 import type { Logger } from '../logging/logger';
 import type { DeadLetters } from '../operations/dead-letters';
+import type { Quarantine } from '../operations/quarantine';
+import type { TargetControl } from '../operations/targets';
+import type { ServiceQueues } from '../queue/open-queues';
 import { hasCredentials, requireAdmin, type AdminCredentials } from './auth';
+import { dashboardRouter, DASHBOARD_PATH } from './dashboard';
+import { readiness } from './health';
 import { deadLetterRoutes } from './routes/dead-letters';
+import { eventRoutes } from './routes/events';
+import { quarantineRoutes } from './routes/quarantine';
+import { queueRoutes } from './routes/queues';
+import { targetRoutes } from './routes/targets';
 
 export interface AdminDeps {
   credentials: AdminCredentials;
+  redis: Redis;
+  queues: ServiceQueues;
+  queuePrefix: string;
   deadLetters: DeadLetters;
+  quarantine: Quarantine;
+  targets: TargetControl;
+  registry: Registry;
+  mask: (payload: unknown) => unknown;
+  readOnlyDashboard: boolean;
   logger: Logger;
 }
 
 /**
- * The admin app, for the separate admin port. Every route under /admin and /metrics needs
- * credentials; with none configured those routes refuse to run open and say why.
+ * The admin app, for its own port. /healthz and /readyz are open (probes); the dashboard, /metrics
+ * and the JSON API need credentials, and with none configured they refuse to run open and say why.
  */
 export function createAdminApp(deps: AdminDeps): Express {
   const app = express();
   app.disable('x-powered-by');
-  app.use(helmet());
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
+  app.get('/readyz', readiness(deps.redis, deps.queues.quarantine));
+
+  const guard = hasCredentials(deps.credentials) ? requireAdmin(deps.credentials) : refuseUnconfigured(deps.logger);
+  app.get('/metrics', guard, async (_req, res) => {
+    res.setHeader('content-type', deps.registry.contentType);
+    res.send(await deps.registry.metrics());
+  });
+  // Bull Board's page uses inline scripts and styles, so it gets a looser CSP than the JSON API.
+  app.use(DASHBOARD_PATH, guard, helmet({ contentSecurityPolicy: false }), dashboardRouter(deps.queues.all.values(), deps.readOnlyDashboard));
 
   const api = express.Router();
-  if (hasCredentials(deps.credentials)) {
-    api.use(requireAdmin(deps.credentials));
-  } else {
-    deps.logger.warn('admin routes disabled: set ADMIN_TOKEN, or ADMIN_USER and ADMIN_PASSWORD');
-    api.use((_req, res) => {
-      res.status(503).json({ error: 'admin_disabled', message: 'no admin credential configured: set ADMIN_TOKEN, or ADMIN_USER and ADMIN_PASSWORD' });
-    });
-  }
-  api.use(express.json({ limit: '100kb' }));
-  api.use('/api/dead-letters', deadLetterRoutes(deps.deadLetters, deps.logger));
-  app.use('/admin', api);
+  api.use(guard, helmet(), express.json({ limit: '1mb' }));
+  api.use('/queues', queueRoutes(deps.queues, deps.targets));
+  api.use('/events', eventRoutes(deps.redis, deps.queues, deps.queuePrefix, deps.mask));
+  api.use('/dead-letters', deadLetterRoutes(deps.deadLetters, deps.logger));
+  api.use('/quarantine', quarantineRoutes(deps.quarantine, deps.logger));
+  api.use('/targets', targetRoutes(deps.targets, deps.logger));
+  app.use('/admin/api', api);
 
   app.use((_req, res) => {
     res.status(404).json({ error: 'not_found' });
@@ -45,4 +68,11 @@ export function createAdminApp(deps: AdminDeps): Express {
     res.status(status).json({ error: status === 500 ? 'internal' : 'bad_request', message: status === 500 ? 'internal error' : err.message });
   });
   return app;
+}
+
+function refuseUnconfigured(logger: Logger) {
+  logger.warn('admin routes disabled: set ADMIN_TOKEN, or ADMIN_USER and ADMIN_PASSWORD');
+  return (_req: Request, res: Response): void => {
+    res.status(503).json({ error: 'admin_disabled', message: 'no admin credential configured: set ADMIN_TOKEN, or ADMIN_USER and ADMIN_PASSWORD' });
+  };
 }

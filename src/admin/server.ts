@@ -1,11 +1,10 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Registry } from 'prom-client';
 import type { Config } from '../config/schema';
-import { closeQueues, openDeliveryQueues } from '../forwarding/delivery-queues';
 import type { Logger } from '../logging/logger';
 import { createProducerConnection } from '../queue/connection';
-import { createDeadLetters } from '../operations/dead-letters';
-import { createAdminApp } from './app';
+import { wireAdmin } from './wiring';
 
 export interface RunningAdmin {
   server: Server;
@@ -14,15 +13,10 @@ export interface RunningAdmin {
 }
 
 /** Starts the admin listener on its own port (ADMIN_PORT), apart from the public notify port. */
-export async function startAdmin(config: Config, logger: Logger): Promise<RunningAdmin> {
-  const connection = createProducerConnection(config.redisUrl);
-  connection.on('error', (err) => logger.warn('redis connection error', { role: 'admin', error: err.message }));
-  const deliveryQueues = openDeliveryQueues(connection, config.queuePrefix, config.targets);
-  const app = createAdminApp({
-    credentials: { token: config.adminToken, user: config.adminUser, password: config.adminPassword },
-    deadLetters: createDeadLetters(deliveryQueues),
-    logger,
-  });
+export async function startAdmin(config: Config, logger: Logger, registry: Registry): Promise<RunningAdmin> {
+  const redis = createProducerConnection(config.redisUrl);
+  redis.on('error', (err) => logger.warn('redis connection error', { role: 'admin', error: err.message }));
+  const { app, queues } = wireAdmin(config, redis, registry, logger);
   const server = createServer(app);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -34,9 +28,10 @@ export async function startAdmin(config: Config, logger: Logger): Promise<Runnin
     server,
     port,
     async close() {
+      server.closeIdleConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
-      await closeQueues(deliveryQueues);
-      connection.disconnect();
+      await queues.close();
+      redis.disconnect();
     },
   };
 }

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config/load';
 import { deadLetterCommand } from './commands/dead-letters';
+import { eventCommand, quarantineCommand, queuesCommand, targetCommand } from './commands/operations';
 import { keygen } from './commands/keygen';
 import { parseEventTypes, sendNotification } from './commands/send';
 
@@ -24,6 +25,12 @@ operations (read the service's configuration: CONFIG_FILE, REDIS_URL, QUEUE_PREF
   dlq list [--target T] [--event-type E] [--from TIME] [--to TIME] [--limit N] [--json]
   dlq replay <target>/<job id> ...   replay the named dead letters
   dlq replay --all [filters]         replay every dead letter matching the filters
+  queues                             every queue: waiting, active, delayed, failed, completed, oldest waiting
+  event <event id>                   where an event is, each target's delivery and its attempts
+  event --request-id <id>            the same, by the platform's request_id
+  quarantine list                    verified notifications that are not valid JSON or fail their schema
+  quarantine replay <id> [--body F]  queue it again, as it is or with a corrected body from file F
+  target list | pause <name> | resume <name>
 `;
 
 export interface CliIo {
@@ -44,8 +51,15 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     case 'trigger':
       return sendCommand(rest, io);
     case 'dlq':
-      // Operator commands need Redis and the targets, not the platform keys: read the config as a worker does.
-      return deadLetterCommand(loadConfig({ ...io.env, ROLE: 'worker' }), rest, io.out);
+      return deadLetterCommand(operatorConfig(io), rest, io.out);
+    case 'queues':
+      return queuesCommand(operatorConfig(io), io.out);
+    case 'event':
+      return eventCommand(operatorConfig(io), rest, io.out);
+    case 'quarantine':
+      return quarantineCommand(operatorConfig(io), rest, io.out);
+    case 'target':
+      return targetCommand(operatorConfig(io), rest, io.out);
     case 'help':
     case '--help':
       io.out(USAGE);
@@ -54,6 +68,11 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       io.out(command === undefined ? USAGE : `unknown command "${command}"\n${USAGE}`);
       return 2;
   }
+}
+
+/** Operator commands need Redis and the targets, not the platform keys: read the config as a worker does. */
+function operatorConfig(io: CliIo) {
+  return loadConfig({ ...io.env, ROLE: 'worker' });
 }
 
 async function sendCommand(args: string[], io: CliIo): Promise<number> {

@@ -2,6 +2,7 @@ import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { EventType } from '../events/table';
 import type { EventJob } from '../queue/job';
 import { eventQueueName } from '../queue/names';
+import { indexRequestIds } from '../operations/request-index';
 import { deliveryQueueName, toDeliveryJob } from './delivery-job';
 import type { WorkerDeps } from './delivery-worker';
 import { subscribes, type Target } from './target-schema';
@@ -10,6 +11,8 @@ export interface FanoutDeps extends WorkerDeps {
   targets: readonly Target[];
   deliveryQueues: ReadonlyMap<string, Queue>;
   retention: { completedAgeSeconds: number; completedCount: number };
+  /** How long the request_id index keeps an entry. */
+  dedupWindowMs: number;
 }
 
 /**
@@ -20,6 +23,7 @@ export interface FanoutDeps extends WorkerDeps {
 export function createFanoutWorker(eventType: EventType, deps: FanoutDeps): Worker<EventJob> {
   const subscribed = deps.targets.filter((t) => subscribes(t, eventType));
   const processor = async (job: Job<EventJob>): Promise<{ targets: string[] }> => {
+    await indexRequestIds(deps.connection, deps.prefix, job.data.payload, job.data.eventId, deps.dedupWindowMs);
     if (subscribed.length === 0) {
       deps.metrics.unrouted.labels(eventType).inc();
       deps.logger.warn('event kept: no target subscribes to its type', { eventId: job.data.eventId, eventType });

@@ -31,6 +31,7 @@ export function startWorkers(config: Config, logger: Logger, metrics: Metrics): 
       ...deps,
       targets: config.targets,
       deliveryQueues,
+      dedupWindowMs: config.dedupWindowMs,
       retention: { completedAgeSeconds: config.retention.completed.ageSeconds, completedCount: config.retention.completed.count },
     }),
   );

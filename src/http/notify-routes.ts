@@ -25,8 +25,9 @@ export function notifyMiddleware(deps: ReceiveDeps, basePath: string, bodyLimit:
     }
     try {
       const startedAt = Date.now();
+      const startedAtHr = performance.now();
       const body = await readBody(req, bodyLimit);
-      const result = await receiveNotification(deps, { definition, target: req.originalUrl, headers: req.headers, body, startedAt });
+      const result = await receiveNotification(deps, { definition, target: req.originalUrl, headers: req.headers, body, startedAt, startedAtHr });
       if (result.kind === 'acknowledged') {
         res.status(200).json(SUCCESS);
       } else if (result.kind === 'rejected') {

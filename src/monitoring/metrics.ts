@@ -54,7 +54,10 @@ export function createMetrics(registry = new Registry(), withDefaults = true) {
     registers: [registry],
   });
   // Zero-initialise the accepted series so dashboards show every event type from the start.
-  for (const type of EVENT_TYPES) notifications.labels(type, 'accepted', '').inc(0);
+  for (const type of EVENT_TYPES) {
+    notifications.labels(type, 'accepted', '').inc(0);
+    enqueueFailures.labels(type).inc(0);
+  }
   return { registry, notifications, ackLatency, enqueueFailures, deliveries, deliveryLatency, deadLetters, unrouted };
 }
 

@@ -25,7 +25,10 @@ export interface IncomingNotification {
   target: string;
   headers: Record<string, string | string[] | undefined>;
   body: Buffer;
+  /** Wall clock at the start of the request, for receivedAt. */
   startedAt: number;
+  /** performance.now() at the start of the request, for latency. */
+  startedAtHr: number;
 }
 
 export type ReceiveResult =
@@ -42,6 +45,7 @@ export async function receiveNotification(deps: ReceiveDeps, n: IncomingNotifica
   const verified = deps.verify({ method: 'POST', target: n.target, headers: n.headers, body: n.body, nowMs: deps.clock() });
   if (!verified.ok) {
     deps.metrics.notifications.labels(eventType, 'rejected', verified.reason).inc();
+    observe(deps, eventType, 'rejected', n);
     deps.logger.warn('notification rejected', { eventType, outcome: 'rejected', reason: verified.reason, detail: verified.detail, path: n.target, latencyMs: elapsed(n) });
     return { kind: 'rejected', class: REJECTION_CLASS[verified.reason], detail: verified.detail };
   }
@@ -78,11 +82,13 @@ export async function receiveNotification(deps: ReceiveDeps, n: IncomingNotifica
     if (!(err instanceof EnqueueUnavailableError)) throw err;
     deps.metrics.enqueueFailures.labels(eventType).inc();
     deps.metrics.notifications.labels(eventType, 'unavailable', '').inc();
+    observe(deps, eventType, 'unavailable', n);
     deps.logger.error('notification not queued: Redis unavailable', { eventId, eventType, nonce: verified.replayKey, outcome: 'unavailable', error: err.message, latencyMs: elapsed(n) });
     return { kind: 'unavailable', eventId };
   }
 
   deps.metrics.notifications.labels(eventType, outcome, '').inc();
+  observe(deps, eventType, outcome, n);
   const line = { eventId, eventType, nonce: verified.replayKey, merchantId: received.merchantId, outcome, latencyMs: elapsed(n) };
   if (!parsed.ok && outcome === 'quarantined') {
     deps.logger.error('notification quarantined: verified but not a valid notification', { ...line, errors: parsed.errors });
@@ -94,8 +100,12 @@ export async function receiveNotification(deps: ReceiveDeps, n: IncomingNotifica
   return { kind: 'acknowledged', outcome, eventId };
 }
 
+function observe(deps: ReceiveDeps, eventType: string, outcome: NotificationOutcome, n: IncomingNotification): void {
+  deps.metrics.ackLatency.labels(eventType, outcome).observe((performance.now() - n.startedAtHr) / 1000);
+}
+
 function elapsed(n: IncomingNotification): number {
-  return Math.round((Date.now() - n.startedAt) * 1000) / 1000;
+  return Math.round((performance.now() - n.startedAtHr) * 1000) / 1000;
 }
 
 function maskedBody(deps: ReceiveDeps, text: string): unknown {

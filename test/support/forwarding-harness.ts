@@ -5,10 +5,14 @@ import { openDeliveryQueues, closeQueues } from '../../src/forwarding/delivery-q
 import { targetSchema } from '../../src/forwarding/target-schema';
 import { startWorkers, type RunningWorkers } from '../../src/forwarding/workers';
 import { createLogger } from '../../src/logging/logger';
-import { createMetrics, type Metrics } from '../../src/monitoring/metrics';
+import type { Metrics } from '../../src/monitoring/metrics';
+import { wireAdmin } from '../../src/admin/wiring';
+import type { Express } from 'express';
 import { createProducerConnection } from '../../src/queue/connection';
 import { buildHarness, LogCapture, type Harness } from './harness';
 import { FakePlatform } from './platform';
+
+export const ADMIN_TEST_TOKEN = 'test-admin-token-0123456789';
 
 export interface ForwardingHarness {
   receiver: Harness;
@@ -19,12 +23,15 @@ export interface ForwardingHarness {
   deliveryQueues: Map<string, Queue>;
   deadLetters: DeadLetters;
   platform: FakePlatform;
+  /** The admin app over the same Redis, with ADMIN_TOKEN = ADMIN_TEST_TOKEN. */
+  admin: Express;
+  adminLogs: LogCapture;
   close(): Promise<void>;
 }
 
 /** The receiver app plus in-process workers forwarding to the given targets, on a fresh queue prefix. */
 export function buildForwarding(platform: FakePlatform, targets: Record<string, unknown>[], env: Record<string, string> = {}): ForwardingHarness {
-  const receiver = buildHarness({ PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64, ...env });
+  const receiver = buildHarness({ PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64, ADMIN_TOKEN: ADMIN_TEST_TOKEN, ...env });
   const config: Config = {
     ...receiver.config,
     // Short timeouts and backoff so retries happen in milliseconds; the rest are the real defaults.
@@ -32,9 +39,12 @@ export function buildForwarding(platform: FakePlatform, targets: Record<string, 
     worker: { lockDurationMs: 5000, stalledIntervalMs: 1000, shutdownTimeoutMs: 2000 },
   };
   const logs = new LogCapture();
-  const metrics = createMetrics(undefined, false);
-  const workers = startWorkers(config, createLogger('info', logs.stream), metrics);
+  const metrics = receiver.metrics; // one registry for receiver, workers and admin, as in one process
+  const logger = createLogger('info', logs.stream);
+  const workers = startWorkers(config, logger, metrics);
   const connection = createProducerConnection(config.redisUrl);
+  const adminLogs = new LogCapture();
+  const admin = wireAdmin(config, connection, metrics.registry, createLogger('info', adminLogs.stream));
   const deliveryQueues = openDeliveryQueues(connection, config.queuePrefix, config.targets);
   return {
     receiver,
@@ -45,8 +55,11 @@ export function buildForwarding(platform: FakePlatform, targets: Record<string, 
     deliveryQueues,
     deadLetters: createDeadLetters(deliveryQueues),
     platform,
+    admin: admin.app,
+    adminLogs,
     async close() {
       await workers.close();
+      await admin.queues.close();
       await closeQueues(deliveryQueues);
       connection.disconnect();
       await receiver.close();

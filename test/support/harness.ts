@@ -60,7 +60,7 @@ export function buildHarness(env: Record<string, string | undefined>, clock: () 
   const config = testConfig(env);
   const logs = new LogCapture();
   const logger = createLogger(config.logLevel, logs.stream);
-  const metrics = createMetrics(undefined, false);
+  const metrics = createMetrics();
   const connection = createProducerConnection(config.redisUrl);
   connection.on('error', () => undefined);
   const ingest = createIngest(connection, {

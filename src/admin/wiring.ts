@@ -1,0 +1,46 @@
+import type { Express } from 'express';
+import type { Redis } from 'ioredis';
+import type { Registry } from 'prom-client';
+import type { Config } from '../config/schema';
+import type { Logger } from '../logging/logger';
+import { createMasker } from '../logging/mask';
+import { registerQueueMetrics } from '../monitoring/queue-metrics';
+import { checkRedisDurability } from '../monitoring/redis-durability';
+import { createDeadLetters } from '../operations/dead-letters';
+import { createQuarantine } from '../operations/quarantine';
+import { createTargetControl } from '../operations/targets';
+import { openServiceQueues, type ServiceQueues } from '../queue/open-queues';
+import { createAdminApp } from './app';
+
+/** Builds the admin app and its operations over one Redis connection; the caller listens. */
+export function wireAdmin(config: Config, redis: Redis, registry: Registry, logger: Logger): { app: Express; queues: ServiceQueues } {
+  const queues = openServiceQueues(redis, config.queuePrefix, config.targets);
+  const queueMetrics = registerQueueMetrics(registry, queues.all.values(), redis);
+  const checkDurability = () =>
+    checkRedisDurability(redis).then(
+      (d) => {
+        queueMetrics.recordDurability(d);
+        if (d.risks.length) {
+          logger.warn('Redis can lose acknowledged events: use maxmemory-policy noeviction and enable persistence (AOF)', { ...d });
+        }
+      },
+      (err: Error) => logger.warn('could not read the Redis configuration', { error: err.message }),
+    );
+  if (redis.status === 'ready') void checkDurability();
+  else redis.once('ready', () => void checkDurability());
+
+  const app = createAdminApp({
+    credentials: { token: config.adminToken, user: config.adminUser, password: config.adminPassword },
+    redis,
+    queues,
+    queuePrefix: config.queuePrefix,
+    deadLetters: createDeadLetters(queues.deliveries),
+    quarantine: createQuarantine(queues, { dedupWindowMs: config.dedupWindowMs }),
+    targets: createTargetControl(queues.deliveries),
+    registry,
+    mask: createMasker(config.sensitiveFields),
+    readOnlyDashboard: config.adminReadOnlyDashboard,
+    logger,
+  });
+  return { app, queues };
+}

@@ -1,0 +1,105 @@
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import type { Config } from '../../config/schema';
+import { createMasker } from '../../logging/mask';
+import { findEvent } from '../../operations/event-lookup';
+import { createQuarantine } from '../../operations/quarantine';
+import { summariseQueues } from '../../operations/queue-summary';
+import { eventIdsForRequest } from '../../operations/request-index';
+import { createTargetControl } from '../../operations/targets';
+import { createWorkerConnection } from '../../queue/connection';
+import { openServiceQueues, type ServiceQueues } from '../../queue/open-queues';
+import { formatTable } from '../table';
+import type { Redis } from 'ioredis';
+
+type Out = (line: string) => void;
+
+async function withQueues<T>(config: Config, run: (queues: ServiceQueues, redis: Redis) => Promise<T>): Promise<T> {
+  const redis = createWorkerConnection(config.redisUrl);
+  const queues = openServiceQueues(redis, config.queuePrefix, config.targets);
+  try {
+    return await run(queues, redis);
+  } finally {
+    await queues.close();
+    redis.disconnect();
+  }
+}
+
+/** `queues`: every queue's counts in a table. */
+export function queuesCommand(config: Config, out: Out): Promise<number> {
+  return withQueues(config, async (queues) => {
+    const summaries = await summariseQueues(queues.all.values());
+    out(formatTable(
+      ['QUEUE', 'WAITING', 'ACTIVE', 'DELAYED', 'FAILED', 'COMPLETED', 'OLDEST WAITING', 'PAUSED'],
+      summaries.map((s) => [s.queue, s.counts.waiting, s.counts.active, s.counts.delayed, s.counts.failed, s.counts.completed, `${Math.round(s.oldestWaitingSeconds)} s`, s.paused ? 'yes' : '']),
+    ));
+    return 0;
+  });
+}
+
+/** `event <event id>` or `event --request-id <id>`: where an event is and each delivery's attempts. */
+export function eventCommand(config: Config, args: string[], out: Out): Promise<number> {
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { 'request-id': { type: 'string' } } });
+  return withQueues(config, async (queues, redis) => {
+    const mask = createMasker(config.sensitiveFields);
+    const ids = values['request-id'] ? await eventIdsForRequest(redis, config.queuePrefix, values['request-id']) : positionals;
+    if (ids.length === 0) throw new Error('give an event id, or --request-id <platform request_id>');
+    let missing = 0;
+    for (const id of ids) {
+      const event = await findEvent(redis, queues, id, mask);
+      if (!event) {
+        out(`${id}: not found`);
+        missing++;
+        continue;
+      }
+      out(`${event.eventId}  ${event.eventType}  received ${event.receivedAt}  in ${event.queue} (${event.state})`);
+      if (event.errors) out(`  quarantined: ${event.errors.join('; ')}`);
+      out(formatTable(
+        ['TARGET', 'STATE', 'ATTEMPTS', 'DELIVERED AT', 'LAST ERROR'],
+        event.deliveries.map((d) => [d.target, d.state, d.attemptsMade, d.deliveredAt, d.failedAttempts.at(-1)?.error]),
+      ));
+    }
+    return missing ? 1 : 0;
+  });
+}
+
+/** `quarantine list` and `quarantine replay <id> [--body FILE]`. */
+export function quarantineCommand(config: Config, args: string[], out: Out): Promise<number> {
+  const [sub, ...rest] = args;
+  const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: { body: { type: 'string' }, limit: { type: 'string' } } });
+  return withQueues(config, async (queues) => {
+    const quarantine = createQuarantine(queues, { dedupWindowMs: config.dedupWindowMs });
+    if (sub === 'list') {
+      const items = await quarantine.list(values.limit ? Number(values.limit) : 100);
+      out(formatTable(['ID', 'EVENT TYPE', 'RECEIVED AT', 'BYTES', 'ERRORS'], items.map((q) => [q.id, q.eventType, q.receivedAt, q.bodyBytes, q.errors.join('; ')])));
+      out(`${items.length} quarantined`);
+      return 0;
+    }
+    if (sub === 'replay') {
+      if (positionals.length === 0) throw new Error('name the quarantined ids to replay');
+      const body = values.body === undefined ? undefined : readFileSync(values.body === '-' ? 0 : values.body, 'utf8');
+      const results = await quarantine.replay(positionals, body);
+      for (const r of results) out(`${r.outcome.padEnd(15)}${r.id}${'errors' in r ? `  ${r.errors.join('; ')}` : ''}`);
+      return results.every((r) => r.outcome === 'queued' || r.outcome === 'already_queued') ? 0 : 1;
+    }
+    throw new Error('quarantine takes list or replay');
+  });
+}
+
+/** `target pause <name>`, `target resume <name>`, `target list`. */
+export function targetCommand(config: Config, args: string[], out: Out): Promise<number> {
+  const [sub, name] = args;
+  return withQueues(config, async (queues) => {
+    const control = createTargetControl(queues.deliveries);
+    if (sub === 'list') {
+      out(formatTable(['TARGET', 'PAUSED'], (await control.states()).map((t) => [t.target, t.paused ? 'yes' : 'no'])));
+      return 0;
+    }
+    if ((sub === 'pause' || sub === 'resume') && name) {
+      await control[sub](name);
+      out(`${name}: ${sub === 'pause' ? 'paused' : 'resumed'}`);
+      return 0;
+    }
+    throw new Error('target takes list, pause <name> or resume <name>');
+  });
+}

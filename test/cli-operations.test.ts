@@ -1,0 +1,74 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { stringify } from 'yaml';
+import { runCli } from '../src/cli/run';
+import { buildForwarding, type ForwardingHarness } from './support/forwarding-harness';
+import { FakePlatform } from './support/platform';
+import { TargetServer } from './support/target-server';
+
+const platform = new FakePlatform();
+let f: ForwardingHarness;
+let erp: TargetServer;
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  erp = await TargetServer.start();
+  f = buildForwarding(platform, [{ name: 'erp', url: erp.url }]);
+  const file = path.join(mkdtempSync(path.join(tmpdir(), 'cli-')), 'config.yaml');
+  writeFileSync(file, stringify({ targets: [{ name: 'erp', url: erp.url, events: ['*'] }] }));
+  env = { CONFIG_FILE: file, REDIS_URL: f.config.redisUrl, QUEUE_PREFIX: f.config.queuePrefix };
+});
+afterAll(async () => {
+  await f.close();
+  await erp.close();
+});
+
+async function cli(...argv: string[]): Promise<{ code: number; text: string }> {
+  const lines: string[] = [];
+  const code = await runCli(argv, { env, out: (l) => lines.push(l) });
+  return { code, text: lines.join('\n') };
+}
+
+it('queues: prints every queue in a table', async () => {
+  const { code, text } = await cli('queues');
+  expect(code).toBe(0);
+  expect(text).toMatch(/^QUEUE\s+WAITING\s+ACTIVE\s+DELAYED\s+FAILED\s+COMPLETED\s+OLDEST WAITING\s+PAUSED/);
+  for (const q of ['payment.result', 'quarantine', 'deliver.erp']) expect(text).toMatch(new RegExp(`^${q.replace('.', '\\.')}\\s+\\d`, 'm'));
+});
+
+it('event: shows an event by id and by request_id with its deliveries', async () => {
+  await platform.send(f.receiver.app, platform.signed('payee.result', { body: '{"type":"MERCH","data":{"request_id":"CLI-REQ-7"}}' })).expect(200);
+  await erp.waitFor(() => erp.successes().length === 1);
+  const eventId = String(erp.requests[0]!.headers['webhook-id']);
+  await new Promise((r) => setTimeout(r, 200));
+
+  const byId = await cli('event', eventId);
+  expect(byId.code).toBe(0);
+  expect(byId.text).toContain(`${eventId}  payee.result`);
+  expect(byId.text).toMatch(/^erp\s+completed\s+1/m);
+  const byRequest = await cli('event', '--request-id', 'CLI-REQ-7');
+  expect(byRequest.text).toContain(eventId);
+  expect((await cli('event', 'evt_missing')).code).toBe(1);
+});
+
+it('quarantine and target: list, replay with a corrected body, pause and resume', async () => {
+  await platform.send(f.receiver.app, platform.signed('payment.result', { body: '<xml/>' })).expect(200);
+  const listed = await cli('quarantine', 'list');
+  expect(listed.text).toContain('1 quarantined');
+  const id = /^(\S+)\s+payment\.result/m.exec(listed.text)![1]!;
+
+  expect((await cli('target', 'pause', 'erp')).text).toBe('erp: paused');
+  expect((await cli('target', 'list')).text).toMatch(/^erp\s+yes/m);
+  const fixedBody = path.join(mkdtempSync(path.join(tmpdir(), 'body-')), 'fixed.json');
+  writeFileSync(fixedBody, '{"type":"MERCH","data":{"fixed":1}}');
+  const replay = await cli('quarantine', 'replay', id, '--body', fixedBody);
+  expect(replay.code).toBe(0);
+  expect(replay.text).toMatch(/^queued\s+/);
+  const before = erp.requests.length;
+  await new Promise((r) => setTimeout(r, 300));
+  expect(erp.requests.length).toBe(before);
+
+  expect((await cli('target', 'resume', 'erp')).text).toBe('erp: resumed');
+  await erp.waitFor(() => erp.requests.length === before + 1);
+});
