@@ -1,6 +1,8 @@
 import type { KeyObject } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Express } from 'express';
+import type { Redis } from 'ioredis';
 import type { Config } from './config/schema';
 import { createApp } from './http/app';
 import type { Logger } from './logging/logger';
@@ -26,15 +28,18 @@ export interface ReceiverDeps {
   clock?: () => number;
 }
 
-/** Wires the public receiver from configuration and starts listening. */
-export async function startReceiver({ config, keys, logger, metrics, clock = Date.now }: ReceiverDeps): Promise<RunningReceiver> {
-  const connection = createProducerConnection(config.redisUrl);
-  connection.on('error', (err) => logger.warn('redis connection error', { role: 'receiver', error: err.message }));
+export interface ReceiverAppDeps extends ReceiverDeps {
+  connection: Redis;
+}
+
+/** Wires the public app and its producer from configuration; listens nowhere. */
+export function buildReceiverApp({ config, keys, logger, metrics, clock = Date.now, connection }: ReceiverAppDeps): { app: Express; ingest: Ingest } {
   const ingest = createIngest(connection, {
     prefix: config.queuePrefix,
     enqueueTimeoutMs: config.enqueueTimeoutMs,
     dedupWindowMs: config.dedupWindowMs,
     retention: config.retention,
+    legacyBindingTtlMs: 2 * config.timestampToleranceMs,
   });
   const verify = createVerifier({
     keys,
@@ -54,6 +59,15 @@ export async function startReceiver({ config, keys, logger, metrics, clock = Dat
     basePath: config.callbackBasePath,
     bodyLimitBytes: config.bodyLimitBytes,
   });
+  return { app, ingest };
+}
+
+/** Wires the public receiver from configuration and starts listening. */
+export async function startReceiver(deps: ReceiverDeps): Promise<RunningReceiver> {
+  const { config, logger } = deps;
+  const connection = createProducerConnection(config.redisUrl, config.enqueueTimeoutMs);
+  connection.on('error', (err) => logger.warn('redis connection error', { role: 'receiver', error: err.message }));
+  const { app, ingest } = buildReceiverApp({ ...deps, connection });
   const server = createServer(
     {
       requestTimeout: config.http.requestTimeoutMs,
@@ -67,7 +81,7 @@ export async function startReceiver({ config, keys, logger, metrics, clock = Dat
     server.listen(config.port, config.host, () => resolve());
   });
   const port = (server.address() as AddressInfo).port;
-  logger.info('receiver listening', { port, basePath: config.callbackBasePath || '/', keys: keys.length, schemes: config.signatureSchemes });
+  logger.info('receiver listening', { port, basePath: config.callbackBasePath || '/', keys: deps.keys.length, schemes: config.signatureSchemes });
 
   return {
     server,

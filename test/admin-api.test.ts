@@ -59,6 +59,12 @@ describe('admin authentication', () => {
     await h.close();
   });
 
+  it('refuses a state-changing request sent by a browser from another site', async () => {
+    const res = await request(f.admin).post('/admin/api/targets/erp/pause').set(bearer).set('origin', 'https://evil.example').set('sec-fetch-site', 'cross-site');
+    expect(res.status).toBe(403);
+    expect((await request(f.admin).get('/admin/api/targets').set(bearer)).body.targets).toContainEqual({ target: 'erp', paused: false });
+  });
+
   it('leaves /healthz and /readyz open for probes', async () => {
     await request(f.admin).get('/healthz').expect(200);
     expect((await request(f.admin).get('/readyz').expect(200)).body).toEqual({ status: 'ready', redis: 'up' });

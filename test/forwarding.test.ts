@@ -148,6 +148,17 @@ describe('the forwarded request', () => {
       expect(req.headers[name]).toBe(n.headers[name]);
     }
     expect(req.headers['x-forwarded-uri']).toBe(n.target);
+    expect(req.headers['webhook-signature']).toBeUndefined();
+  });
+
+  it('passthrough with a secret: also carries a fresh webhook-signature over the original bytes', async () => {
+    const verifier = await target();
+    f = buildForwarding(platform, [{ name: 'verifier', url: verifier.url, format: 'passthrough', secret: SECRET }]);
+    const n = await notify('fx.result', '{"type":"MERCH","data":{"x":1}}');
+    await verifier.waitFor(() => verifier.requests.length === 1);
+    const req = verifier.requests[0]!;
+    expect(req.body.equals(n.body)).toBe(true);
+    expect(new Webhook(SECRET).verify(req.body, req.headers as Record<string, string>)).toEqual({ type: 'MERCH', data: { x: 1 } });
   });
 });
 

@@ -56,6 +56,16 @@ describe('receiving a signed notification', () => {
     expect((job!.data as EventJob).payload).toEqual({ type: 'MERCH', data: { x: 1 }, brand_new_field: { deep: [1, 2] } });
   });
 
+  it('when two sub-merchants get the same body, then they are two events', async () => {
+    const body = '{"type":"MERCH","data":{"status":"SUCCESS"}}';
+    for (const sub of ['SUB-1', 'SUB-2']) {
+      const n = platform.signed('payment.result', { body });
+      await platform.send(h.app, { ...n, headers: { ...n.headers, 'x-merch-id': sub } }).expect(200);
+    }
+    const jobs = await jobsIn('payment.result');
+    expect(jobs.map((j) => (j.data as EventJob).merchantId).sort()).toEqual(['SUB-1', 'SUB-2']);
+  });
+
   it('when X-Merch-Id is sent, then the event keeps it', async () => {
     const n = platform.signed('payment.result');
     await platform.send(h.app, { ...n, headers: { ...n.headers, 'x-merch-id': 'SUB-42' } }).expect(200);
@@ -120,6 +130,7 @@ describe('quarantine', () => {
     const data = job!.data as QuarantineJob;
     expect(data).toMatchObject({ eventType: 'settlement.result', rawBody: 'status=SUCCESS&id=1', nonce: n.headers['x-svc-nonce'] });
     expect(data.errors[0]).toMatch(/not JSON/);
+    expect(data.errors.join()).not.toContain('status='); // no payload text in errors, which are logged
     expect(h.logs.find((l) => l.level === 'error' && l.outcome === 'quarantined')).toBeDefined();
   });
 

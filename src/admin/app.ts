@@ -9,7 +9,9 @@ import type { TargetControl } from '../operations/targets';
 import type { ServiceQueues } from '../queue/open-queues';
 import { hasCredentials, requireAdmin, type AdminCredentials } from './auth';
 import { dashboardRouter, DASHBOARD_PATH } from './dashboard';
+import { audit } from './audit';
 import { readiness } from './health';
+import { sameOriginWrites } from './same-origin';
 import { deadLetterRoutes } from './routes/dead-letters';
 import { eventRoutes } from './routes/events';
 import { quarantineRoutes } from './routes/quarantine';
@@ -48,10 +50,17 @@ export function createAdminApp(deps: AdminDeps): Express {
     res.send(await deps.registry.metrics());
   });
   // Bull Board's page uses inline scripts and styles, so it gets a looser CSP than the JSON API.
-  app.use(DASHBOARD_PATH, guard, helmet({ contentSecurityPolicy: false }), dashboardRouter(deps.queues.all.values(), deps.readOnlyDashboard));
+  app.use(
+    DASHBOARD_PATH,
+    guard,
+    sameOriginWrites,
+    helmet({ contentSecurityPolicy: false }),
+    auditDashboardActions(deps.logger),
+    dashboardRouter(deps.queues.all.values(), deps.readOnlyDashboard),
+  );
 
   const api = express.Router();
-  api.use(guard, helmet(), express.json({ limit: '1mb' }));
+  api.use(guard, sameOriginWrites, helmet(), express.json({ limit: '1mb' }));
   api.use('/queues', queueRoutes(deps.queues, deps.targets));
   api.use('/events', eventRoutes(deps.redis, deps.queues, deps.queuePrefix, deps.mask));
   api.use('/dead-letters', deadLetterRoutes(deps.deadLetters, deps.logger));
@@ -68,6 +77,14 @@ export function createAdminApp(deps: AdminDeps): Express {
     res.status(status).json({ error: status === 500 ? 'internal' : 'bad_request', message: status === 500 ? 'internal error' : err.message });
   });
   return app;
+}
+
+/** The dashboard's own actions (retry, clean, remove, pause) get audit lines like the API's. */
+function auditDashboardActions(logger: Logger) {
+  return (req: Request, _res: Response, next: NextFunction): void => {
+    if (req.method !== 'GET') audit(logger, req, `dashboard.${req.method.toLowerCase()}`, { items: [req.path] });
+    next();
+  };
 }
 
 function refuseUnconfigured(logger: Logger) {

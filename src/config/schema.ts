@@ -30,9 +30,9 @@ export const configSchema = z
     bodyLimitBytes: z.number().int().positive(),
     logLevel: z.enum(['error', 'warn', 'info', 'http', 'verbose', 'debug', 'silly']),
     sensitiveFields: z.array(z.string().min(1)),
+    /** Completed jobs are removed after this age or count; failed ones are kept for an operator. */
     retention: z.object({
       completed: z.object({ ageSeconds: z.number().int().positive(), count: z.number().int().positive() }),
-      failed: z.object({ ageSeconds: z.number().int().positive(), count: z.number().int().positive() }),
     }),
     http: z.object({
       requestTimeoutMs: ms.min(1),

@@ -17,17 +17,20 @@ export interface OutgoingRequest {
 export function buildRequest(job: DeliveryJob, target: Target, signer: Webhook | undefined, now: Date): OutgoingRequest {
   const raw = decodeRawBody(job);
   if (target.format === 'passthrough') {
-    return {
-      headers: {
-        ...target.headers,
-        ...job.signatureHeaders,
-        'content-type': job.contentType ?? 'application/json',
-        'webhook-id': job.eventId,
-        'x-forwarded-uri': job.path,
-        ...(job.merchantId ? { 'x-merch-id': job.merchantId } : {}),
-      },
-      body: raw,
+    const headers: Record<string, string> = {
+      ...target.headers,
+      ...job.signatureHeaders,
+      'content-type': job.contentType ?? 'application/json',
+      'webhook-id': job.eventId,
+      'x-forwarded-uri': job.path,
+      ...(job.merchantId ? { 'x-merch-id': job.merchantId } : {}),
     };
+    // The platform's timestamp ages on retries and replays; our own signature is always fresh.
+    if (signer) {
+      headers['webhook-timestamp'] = String(Math.floor(now.getTime() / 1000));
+      headers['webhook-signature'] = signer.sign(job.eventId, now, raw);
+    }
+    return { headers, body: raw };
   }
   const body = Buffer.concat([
     Buffer.from(`{"id":${JSON.stringify(job.eventId)},"type":${JSON.stringify(job.eventType)},"timestamp":${JSON.stringify(job.receivedAt)},"data":`),

@@ -7,6 +7,8 @@ import { deliveryQueueName, toDeliveryJob } from './delivery-job';
 import type { WorkerDeps } from './delivery-worker';
 import { subscribes, type Target } from './target-schema';
 
+const FANOUT_MAX_BACKOFF_MS = 60_000;
+
 export interface FanoutDeps extends WorkerDeps {
   targets: readonly Target[];
   deliveryQueues: ReadonlyMap<string, Queue>;
@@ -23,7 +25,10 @@ export interface FanoutDeps extends WorkerDeps {
 export function createFanoutWorker(eventType: EventType, deps: FanoutDeps): Worker<EventJob> {
   const subscribed = deps.targets.filter((t) => subscribes(t, eventType));
   const processor = async (job: Job<EventJob>): Promise<{ targets: string[] }> => {
-    await indexRequestIds(deps.connection, deps.prefix, job.data.payload, job.data.eventId, deps.dedupWindowMs);
+    // The index serves look-ups only: its failure must not hold back delivery.
+    await indexRequestIds(deps.connection, deps.prefix, job.data.payload, job.data.eventId, deps.dedupWindowMs).catch((err: Error) =>
+      deps.logger.warn('request_id index not written', { eventId: job.data.eventId, error: err.message }),
+    );
     if (subscribed.length === 0) {
       deps.metrics.unrouted.labels(eventType).inc();
       deps.logger.warn('event kept: no target subscribes to its type', { eventId: job.data.eventId, eventType });
@@ -48,8 +53,20 @@ export function createFanoutWorker(eventType: EventType, deps: FanoutDeps): Work
     concurrency: 50,
     lockDuration: deps.lockDurationMs,
     stalledInterval: deps.stalledIntervalMs,
+    settings: { backoffStrategy: (attemptsMade) => Math.min(1000 * 2 ** Math.max(0, attemptsMade - 1), FANOUT_MAX_BACKOFF_MS) },
   });
   worker.on('error', (err) => deps.logger.warn('fan-out worker error', { eventType, error: err.message }));
+  worker.on('failed', (job, err) => {
+    if (!job || err instanceof UnrecoverableError) return; // unrouted: already logged and counted
+    const final = job.attemptsMade >= (job.opts.attempts ?? 1);
+    if (final) deps.metrics.fanoutFailures.labels(eventType).inc();
+    deps.logger[final ? 'error' : 'warn'](final ? 'fan-out failed for good; the event is kept as a failed job' : 'fan-out failed; will retry', {
+      eventId: job.data.eventId,
+      eventType,
+      attempt: job.attemptsMade,
+      error: err.message,
+    });
+  });
   return worker;
 }
 

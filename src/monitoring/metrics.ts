@@ -53,12 +53,18 @@ export function createMetrics(registry = new Registry(), withDefaults = true) {
     labelNames: ['event_type'] as const,
     registers: [registry],
   });
+  const fanoutFailures = new Counter({
+    name: 'webhook_fanout_failures_total',
+    help: 'Events whose fan-out to delivery queues failed every attempt (kept as failed jobs of their event queue)',
+    labelNames: ['event_type'] as const,
+    registers: [registry],
+  });
   // Zero-initialise the accepted series so dashboards show every event type from the start.
   for (const type of EVENT_TYPES) {
     notifications.labels(type, 'accepted', '').inc(0);
     enqueueFailures.labels(type).inc(0);
   }
-  return { registry, notifications, ackLatency, enqueueFailures, deliveries, deliveryLatency, deadLetters, unrouted };
+  return { registry, notifications, ackLatency, enqueueFailures, deliveries, deliveryLatency, deadLetters, unrouted, fanoutFailures };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

@@ -25,7 +25,7 @@ export interface DeadLetterFilter {
   limit?: number;
 }
 
-const SCAN_LIMIT = 10000;
+const PAGE = 1000;
 
 /**
  * Dead letters are the failed jobs of the delivery queues (failed jobs there are never removed
@@ -44,9 +44,7 @@ export function createDeadLetters(queues: ReadonlyMap<string, Queue>) {
     const limit = filter.limit ?? 100;
     const out: DeadLetter[] = [];
     for (const [target, queue] of selectedQueues(filter.target)) {
-      const jobs = (await queue.getFailed(0, SCAN_LIMIT - 1)) as Job<DeliveryJob>[];
-      for (const job of jobs) {
-        if (!job) continue;
+      for await (const job of failedJobs(queue)) {
         const failedAt = job.finishedOn;
         if (filter.eventType && job.data.eventType !== filter.eventType) continue;
         if (filter.from !== undefined && (failedAt ?? 0) < filter.from) continue;
@@ -88,11 +86,20 @@ export function createDeadLetters(queues: ReadonlyMap<string, Queue>) {
 
   /** Replays every dead letter matching the filter (all of them when it is empty). */
   async function replayMatching(filter: Omit<DeadLetterFilter, 'limit'>): Promise<{ replayed: string[]; notFound: string[] }> {
-    const matching = await list({ ...filter, limit: SCAN_LIMIT });
+    const matching = await list({ ...filter, limit: Number.MAX_SAFE_INTEGER });
     return replay(matching.map((d) => d.id));
   }
 
   return { list, replay, replayMatching };
+}
+
+/** Every failed job of a queue, a page at a time, so no dead letter is out of reach however many there are. */
+async function* failedJobs(queue: Queue): AsyncGenerator<Job<DeliveryJob>> {
+  for (let start = 0; ; start += PAGE) {
+    const page = (await queue.getFailed(start, start + PAGE - 1)) as (Job<DeliveryJob> | undefined)[];
+    for (const job of page) if (job) yield job;
+    if (page.length < PAGE) return;
+  }
 }
 
 export type DeadLetters = ReturnType<typeof createDeadLetters>;

@@ -52,6 +52,8 @@ export function createQuarantine(queues: ServiceQueues, opts: QuarantineOptions)
       ...received,
       rawBody: text,
       rawBodyEncoding: 'utf8',
+      // The platform's signature covers the original bytes only; a corrected body must not carry it.
+      signatureHeaders: correctedBody === undefined ? received.signatureHeaders : {},
       payload: parsed.payload,
     } as EventJob;
     const { jobId } = jobIdFor(`quarantine:${id}`);

@@ -5,11 +5,23 @@ import { Redis } from 'ioredis';
  * (no offline queue), so a notification gets a prompt 503 instead of waiting; ioredis keeps
  * reconnecting in the background and the service recovers by itself.
  */
-export function createProducerConnection(url: string): Redis {
+export function createProducerConnection(url: string, commandTimeoutMs = 5000): Redis {
   return new Redis(url, {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
+    // A stalled Redis must not pile up abandoned commands (each holding a body) for ever.
+    commandTimeout: Math.max(commandTimeoutMs * 2, 1000),
     retryStrategy: (times) => Math.min(times * 100, 2000),
+  });
+}
+
+/** A connection for one-off operator commands (CLI): waits briefly for Redis, then fails, never hangs. */
+export function createOperatorConnection(url: string): Redis {
+  return new Redis(url, {
+    maxRetriesPerRequest: 1,
+    connectTimeout: 3000,
+    commandTimeout: 10000,
+    retryStrategy: (times) => (times > 3 ? null : 300),
   });
 }
 

@@ -6,9 +6,13 @@ function sha256Hex(...parts: (string | Buffer)[]): string {
   return hash.digest('hex');
 }
 
-/** The event id: the same notification (type and body) always gets the same id, whatever its nonce. */
-export function eventIdFor(eventType: string, rawBody: Buffer): string {
-  return `evt_${sha256Hex(eventType, '\n', rawBody).slice(0, 40)}`;
+/**
+ * The event id: the same notification (type, sub-merchant and body) always gets the same id, whatever
+ * its nonce. The sub-merchant (`X-Merch-Id`) is part of it so that a partner account's identical
+ * bodies for two sub-merchants stay two events.
+ */
+export function eventIdFor(eventType: string, merchantId: string | undefined, rawBody: Buffer): string {
+  return `evt_${sha256Hex(eventType, '\n', merchantId ?? '', '\n', rawBody).slice(0, 40)}`;
 }
 
 /**

@@ -7,6 +7,9 @@ import type { EventJob, QuarantineJob } from './job';
 import { eventQueueName, QUARANTINE_QUEUE } from './names';
 import { withTimeout } from './with-timeout';
 
+/** Attempts of the fan-out step; with its backoff capped at a minute, about a day of retrying. */
+export const FANOUT_ATTEMPTS = 1500;
+
 /** accepted: newly queued; replay: this exact request was queued before; duplicate: same notification, new nonce. */
 export type EnqueueOutcome = 'accepted' | 'replay' | 'duplicate';
 
@@ -19,11 +22,23 @@ export interface IngestOptions {
   dedupWindowMs: number;
   retention: {
     completed: { ageSeconds: number; count: number };
-    failed: { ageSeconds: number; count: number };
   };
+  /** How long a legacy signature stays bound to its event type: twice the timestamp tolerance. */
+  legacyBindingTtlMs: number;
 }
 
+const BIND_LEGACY_SIGNATURE = `
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
+if redis.call('GET', KEYS[1]) == ARGV[1] then return 1 end
+return 0`;
+
 export interface Ingest {
+  /**
+   * The v1.2 string to sign has no path, so one legacy signature would verify on all seven notify
+   * paths. This binds a legacy signature to the first event type it arrived for (for twice the
+   * timestamp tolerance); false means it was already used for another type.
+   */
+  bindLegacySignature(replayKey: string, eventType: EventType): Promise<boolean>;
   enqueueEvent(job: EventJob, replayKey: string): Promise<EnqueueOutcome>;
   enqueueQuarantine(job: QuarantineJob, replayKey: string): Promise<EnqueueOutcome>;
   queues: ReadonlyMap<string, Queue>;
@@ -35,12 +50,20 @@ export interface Ingest {
  * Each add is one Redis script call that both de-duplicates (by event id) and stores the job, so
  * there is never a recognised-but-unqueued notification.
  */
+/** Resolves once the connection is ready (BullMQ waits like this itself; raw commands must too). */
+function whenReady(connection: Redis): Promise<void> {
+  if (connection.status === 'ready') return Promise.resolve();
+  return new Promise((resolve) => connection.once('ready', () => resolve()));
+}
+
 export function createIngest(connection: Redis, opts: IngestOptions): Ingest {
   const defaultJobOptions: JobsOptions = {
-    attempts: 5,
-    backoff: { type: 'exponential', delay: 1000 },
+    // The fan-out step only writes to Redis; it retries for about a day (capped backoff in the
+    // worker) and a job that still fails is kept, never removed, so no acknowledged event vanishes.
+    attempts: FANOUT_ATTEMPTS,
+    backoff: { type: 'fanout' },
     removeOnComplete: { age: opts.retention.completed.ageSeconds, count: opts.retention.completed.count },
-    removeOnFail: { age: opts.retention.failed.ageSeconds, count: opts.retention.failed.count },
+    removeOnFail: false,
   };
   const queues = new Map<string, Queue>();
   for (const name of [...EVENT_TYPES.map(eventQueueName), QUARANTINE_QUEUE]) {
@@ -55,20 +78,26 @@ export function createIngest(connection: Redis, opts: IngestOptions): Ingest {
       jobId,
       deduplication: { id: data.eventId, ttl: opts.dedupWindowMs },
     });
-    let job;
-    try {
-      job = await withTimeout(adding, opts.enqueueTimeoutMs, () => new EnqueueUnavailableError(`Redis did not confirm within ${opts.enqueueTimeoutMs} ms`));
-    } catch (err) {
-      adding.catch(() => undefined); // a late failure of the abandoned add has nobody left to tell
-      if (err instanceof EnqueueUnavailableError) throw err;
-      throw new EnqueueUnavailableError(`Redis refused the job: ${(err as Error).message}`, { cause: err });
-    }
+    const job = await bounded(adding);
     if (job.id === jobId) return 'accepted';
     return replayTagOf(job.id ?? '') === replayTag ? 'replay' : 'duplicate';
   }
 
+  function bounded<T>(promise: Promise<T>): Promise<T> {
+    return withTimeout(promise, opts.enqueueTimeoutMs, () => new EnqueueUnavailableError(`Redis did not confirm within ${opts.enqueueTimeoutMs} ms`)).catch((err: Error) => {
+      promise.catch(() => undefined);
+      throw err instanceof EnqueueUnavailableError ? err : new EnqueueUnavailableError(`Redis refused: ${err.message}`, { cause: err });
+    });
+  }
+
   return {
     queues,
+    async bindLegacySignature(replayKey, eventType) {
+      const key = `${opts.prefix}:legacy-signature:${replayKey}`;
+      const binding = whenReady(connection).then(() => connection.eval(BIND_LEGACY_SIGNATURE, 1, key, eventType, String(opts.legacyBindingTtlMs)));
+      const bound = await bounded(binding);
+      return bound === 1;
+    },
     enqueueEvent: (job, replayKey) => add(eventQueueName(job.eventType), job.eventType, job, replayKey),
     enqueueQuarantine: (job, replayKey) => add(QUARANTINE_QUEUE, job.eventType, job, replayKey),
     async close() {

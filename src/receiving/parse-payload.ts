@@ -8,7 +8,9 @@ export function parsePayload(definition: EventDefinition, text: string): ParsedP
   try {
     json = JSON.parse(text);
   } catch (err) {
-    return { ok: false, errors: [`body is not JSON: ${(err as Error).message}`] };
+    // V8's message quotes the body; keep only the position so no payload text reaches the logs.
+    const position = /position (\d+)/.exec((err as Error).message)?.[1];
+    return { ok: false, errors: [`body is not JSON${position ? ` (at position ${position})` : ''}`] };
   }
   const result = definition.schema.safeParse(json);
   if (result.success) return { ok: true, payload: result.data };

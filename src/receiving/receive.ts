@@ -12,7 +12,7 @@ import { parsePayload } from './parse-payload';
 
 export interface ReceiveDeps {
   verify: Verifier;
-  ingest: Pick<Ingest, 'enqueueEvent' | 'enqueueQuarantine'>;
+  ingest: Pick<Ingest, 'enqueueEvent' | 'enqueueQuarantine' | 'bindLegacySignature'>;
   clock: () => number;
   logger: Logger;
   metrics: Metrics;
@@ -50,10 +50,16 @@ export async function receiveNotification(deps: ReceiveDeps, n: IncomingNotifica
     return { kind: 'rejected', class: REJECTION_CLASS[verified.reason], detail: verified.detail };
   }
 
-  const eventId = eventIdFor(eventType, n.body);
+  if (verified.scheme === 'legacy') {
+    const refused = await refuseReusedLegacySignature(deps, n, verified.replayKey);
+    if (refused) return refused;
+  }
+
+  const merchantHeader = n.headers['x-merch-id'];
+  const merchantId = typeof merchantHeader === 'string' && merchantHeader ? merchantHeader : undefined;
+  const eventId = eventIdFor(eventType, merchantId, n.body);
   const utf8 = isUtf8(n.body);
   const text = utf8 ? n.body.toString('utf8') : '';
-  const merchantHeader = n.headers['x-merch-id'];
   const received = {
     eventId,
     eventType,
@@ -62,7 +68,7 @@ export async function receiveNotification(deps: ReceiveDeps, n: IncomingNotifica
     timestamp: verified.timestamp,
     nonce: verified.replayKey,
     scheme: verified.scheme,
-    ...(typeof merchantHeader === 'string' && merchantHeader ? { merchantId: merchantHeader } : {}),
+    ...(merchantId ? { merchantId } : {}),
     rawBody: utf8 ? text : n.body.toString('base64'),
     rawBodyEncoding: utf8 ? ('utf8' as const) : ('base64' as const),
     ...(typeof n.headers['content-type'] === 'string' ? { contentType: n.headers['content-type'] } : {}),
@@ -98,6 +104,26 @@ export async function receiveNotification(deps: ReceiveDeps, n: IncomingNotifica
     if (parsed.ok && deps.logger.isDebugEnabled()) deps.logger.debug('notification body', { eventId, body: deps.mask(parsed.payload) });
   }
   return { kind: 'acknowledged', outcome, eventId };
+}
+
+/** A v1.2 signature may serve one event type only (its string to sign has no path). */
+async function refuseReusedLegacySignature(deps: ReceiveDeps, n: IncomingNotification, replayKey: string): Promise<ReceiveResult | undefined> {
+  const eventType = n.definition.type;
+  let bound: boolean;
+  try {
+    bound = await deps.ingest.bindLegacySignature(replayKey, eventType);
+  } catch (err) {
+    if (!(err instanceof EnqueueUnavailableError)) throw err;
+    deps.metrics.enqueueFailures.labels(eventType).inc();
+    deps.metrics.notifications.labels(eventType, 'unavailable', '').inc();
+    deps.logger.error('notification not queued: Redis unavailable', { eventType, nonce: replayKey, outcome: 'unavailable', error: err.message, latencyMs: elapsed(n) });
+    return { kind: 'unavailable', eventId: '' };
+  }
+  if (bound) return undefined;
+  deps.metrics.notifications.labels(eventType, 'rejected', 'signature_reused').inc();
+  observe(deps, eventType, 'rejected', n);
+  deps.logger.warn('notification rejected', { eventType, outcome: 'rejected', reason: 'signature_reused', detail: 'legacy signature already used for another event type', path: n.target, latencyMs: elapsed(n) });
+  return { kind: 'rejected', class: 'signature', detail: 'legacy signature already used for another notification type' };
 }
 
 function observe(deps: ReceiveDeps, eventType: string, outcome: NotificationOutcome, n: IncomingNotification): void {

@@ -4,7 +4,8 @@ export type RejectionReason =
   | 'malformed_header'
   | 'timestamp_outside_window'
   | 'missing_signature'
-  | 'bad_signature';
+  | 'bad_signature'
+  | 'signature_reused';
 
 export type RejectionClass = 'header' | 'timestamp' | 'signature';
 
@@ -14,6 +15,7 @@ export const REJECTION_CLASS: Record<RejectionReason, RejectionClass> = {
   timestamp_outside_window: 'timestamp',
   missing_signature: 'signature',
   bad_signature: 'signature',
+  signature_reused: 'signature',
 };
 
 export type SignatureScheme = 'current' | 'legacy';

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { headerValue, isRepeated } from './headers';
+import { headerValue } from './headers';
 import type { SignedRequest, VerifierOptions } from './options';
 import { reject, type VerifyResult } from './result';
 import { verifyRsaSha256 } from './rsa';
@@ -27,9 +27,6 @@ function bodyTimestamp(body: Buffer): number | undefined {
 }
 
 export function verifyLegacy(req: SignedRequest, opts: VerifierOptions): VerifyResult {
-  for (const name of Object.values(LEGACY_HEADERS)) {
-    if (isRepeated(req.headers, name)) return reject('malformed_header', `${name} is repeated`);
-  }
   const signature = headerValue(req.headers, LEGACY_HEADERS.signature);
   const type = headerValue(req.headers, LEGACY_HEADERS.type);
   const version = headerValue(req.headers, LEGACY_HEADERS.version);

@@ -5,13 +5,11 @@ import type { Express } from 'express';
 import { loadPlatformKeys } from '../../src/config/keys';
 import { loadConfig } from '../../src/config/load';
 import type { Config } from '../../src/config/schema';
-import { createApp } from '../../src/http/app';
 import { createLogger } from '../../src/logging/logger';
-import { createMasker } from '../../src/logging/mask';
 import { createMetrics, type Metrics } from '../../src/monitoring/metrics';
 import { createProducerConnection } from '../../src/queue/connection';
-import { createIngest, type Ingest } from '../../src/queue/ingest';
-import { createVerifier } from '../../src/signature/verify';
+import type { Ingest } from '../../src/queue/ingest';
+import { buildReceiverApp } from '../../src/receiver';
 
 export function testRedisUrl(): string {
   const url = process.env.TEST_REDIS_URL;
@@ -61,31 +59,9 @@ export function buildHarness(env: Record<string, string | undefined>, clock: () 
   const logs = new LogCapture();
   const logger = createLogger(config.logLevel, logs.stream);
   const metrics = createMetrics();
-  const connection = createProducerConnection(config.redisUrl);
+  const connection = createProducerConnection(config.redisUrl, config.enqueueTimeoutMs);
   connection.on('error', () => undefined);
-  const ingest = createIngest(connection, {
-    prefix: config.queuePrefix,
-    enqueueTimeoutMs: config.enqueueTimeoutMs,
-    dedupWindowMs: config.dedupWindowMs,
-    retention: config.retention,
-  });
-  const app = createApp({
-    verify: createVerifier({
-      keys: loadPlatformKeys(config.platformPublicKeys),
-      headerPrefix: config.signatureHeaderPrefix,
-      appId: config.platformAppId,
-      merchantId: config.merchantId,
-      schemes: config.signatureSchemes,
-      toleranceMs: config.timestampToleranceMs,
-    }),
-    ingest,
-    clock,
-    logger,
-    metrics,
-    mask: createMasker(config.sensitiveFields),
-    basePath: config.callbackBasePath,
-    bodyLimitBytes: config.bodyLimitBytes,
-  });
+  const { app, ingest } = buildReceiverApp({ config, keys: loadPlatformKeys(config.platformPublicKeys), logger, metrics, clock, connection });
   const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1 });
   redis.on('error', () => undefined);
   return {

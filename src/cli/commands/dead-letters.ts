@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import type { Config } from '../../config/schema';
 import { closeQueues, openDeliveryQueues } from '../../forwarding/delivery-queues';
 import { createDeadLetters, type DeadLetterFilter } from '../../operations/dead-letters';
-import { createWorkerConnection } from '../../queue/connection';
+import { createOperatorConnection } from '../../queue/connection';
 import { formatTable } from '../table';
 
 function parseTime(value: string | undefined): number | undefined {
@@ -35,7 +35,7 @@ export async function deadLetterCommand(config: Config, args: string[], out: (li
     to: parseTime(values.to),
     limit: values.limit ? Number(values.limit) : undefined,
   };
-  const connection = createWorkerConnection(config.redisUrl);
+  const connection = createOperatorConnection(config.redisUrl);
   const queues = openDeliveryQueues(connection, config.queuePrefix, config.targets);
   const deadLetters = createDeadLetters(queues);
   try {

@@ -7,7 +7,7 @@ import { createQuarantine } from '../../operations/quarantine';
 import { summariseQueues } from '../../operations/queue-summary';
 import { eventIdsForRequest } from '../../operations/request-index';
 import { createTargetControl } from '../../operations/targets';
-import { createWorkerConnection } from '../../queue/connection';
+import { createOperatorConnection } from '../../queue/connection';
 import { openServiceQueues, type ServiceQueues } from '../../queue/open-queues';
 import { formatTable } from '../table';
 import type { Redis } from 'ioredis';
@@ -15,7 +15,7 @@ import type { Redis } from 'ioredis';
 type Out = (line: string) => void;
 
 async function withQueues<T>(config: Config, run: (queues: ServiceQueues, redis: Redis) => Promise<T>): Promise<T> {
-  const redis = createWorkerConnection(config.redisUrl);
+  const redis = createOperatorConnection(config.redisUrl);
   const queues = openServiceQueues(redis, config.queuePrefix, config.targets);
   try {
     return await run(queues, redis);
