@@ -1,10 +1,16 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { stringify } from 'yaml';
 import path from 'node:path';
 import { keygen, KEY_FILES } from '../cli/commands/keygen';
 import { sendNotification, type SendOptions } from '../cli/commands/send';
 import { projectRoot } from '../config/project-root';
 import { EVENT_TYPES } from '../events/table';
-import { freePort, isPortFree, isRedisReachable, startLocalRedis } from './local-redis';
+import { freePort, isPortFree, isRedisReachable, resetPrefix, startLocalRedis } from './local-redis';
+
+const DEMO_PREFIX = 'demo';
+import { startMerchantSystem } from './merchant-system';
 
 /**
  * The quick-start demo: a Redis (the reachable one, or a throwaway local one), a fresh test key pair,
@@ -23,7 +29,8 @@ async function main(): Promise<void> {
 
   let redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
   if (await isRedisReachable(redisUrl)) {
-    say(`using the Redis at ${redisUrl} (queues under the prefix "demo")`);
+    const removed = await resetPrefix(redisUrl, DEMO_PREFIX);
+    say(`using the Redis at ${redisUrl}; the demo's queues live under the prefix "${DEMO_PREFIX}" (reset: ${removed} old keys removed)`);
   } else {
     const local = await startLocalRedis();
     children.push(local.child);
@@ -32,6 +39,7 @@ async function main(): Promise<void> {
   }
 
   const keyDir = path.join(root, '.demo', 'keys');
+  mkdirSync(keyDir, { recursive: true });
   keygen(keyDir, (l) => say(l));
 
   let port = Number(process.env.PORT ?? 8080);
@@ -41,16 +49,29 @@ async function main(): Promise<void> {
     say(`port ${busy} is taken: the service listens on ${port} instead`);
   }
   const merchantId = 'M100023';
+  const merchantSystem = await startMerchantSystem(say);
+  const adminPort = (await isPortFree(9090)) ? 9090 : await freePort();
+  const adminToken = randomBytes(18).toString('base64url');
+  const configFile = path.join(root, '.demo', 'config.yaml');
+  writeFileSync(
+    configFile,
+    stringify({ targets: [{ name: 'merchant-system', url: merchantSystem.url, events: ['*'], secret: `whsec_${randomBytes(24).toString('base64')}` }] }),
+  );
   const service = spawn(process.execPath, [path.join(root, 'dist', 'src', 'main.js')], {
     stdio: ['ignore', 'inherit', 'inherit'],
     env: {
       ...process.env,
       PORT: String(port),
       REDIS_URL: redisUrl,
-      QUEUE_PREFIX: 'demo',
+      QUEUE_PREFIX: DEMO_PREFIX,
       PLATFORM_PUBLIC_KEYS: `file:${path.join(keyDir, KEY_FILES.publicKeyBase64)}`,
       SIGNATURE_SCHEMES: 'current,legacy',
       MERCHANT_ID: merchantId,
+      CONFIG_FILE: configFile,
+      ADMIN_PORT: String(adminPort),
+      ADMIN_TOKEN: adminToken,
+      ADMIN_USER: 'admin',
+      ADMIN_PASSWORD: adminToken,
     },
   });
   children.unshift(service);
@@ -80,9 +101,17 @@ async function main(): Promise<void> {
     rows.push(`${'remittance.incoming'.padEnd(28)} v1.2     ${r.status} ${r.body}`);
   }
   process.stdout.write(`\n${rows.join('\n')}\n\n`);
+  const expected = EVENT_TYPES.length + 2;
+  for (let i = 0; i < 100 && merchantSystem.received() < expected; i++) await new Promise((r) => setTimeout(r, 100));
+  say(`the merchant system received ${merchantSystem.received()} events for ${expected + 1} notifications sent (the replay was queued once)`);
+  const admin = `http://127.0.0.1:${adminPort}`;
+  say(`dashboard: ${admin}/admin/queues  (user admin, password ${adminToken})`);
+  say(`metrics:   curl -H "Authorization: Bearer ${adminToken}" ${admin}/metrics`);
+  say(`queues:    curl -H "Authorization: Bearer ${adminToken}" ${admin}/admin/api/queues`);
 
   if (process.env.DEMO_EXIT === '1') {
     stopAll();
+    merchantSystem.server.close();
     return;
   }
   say(`the service keeps running at ${url}. Send more with:`);

@@ -50,6 +50,9 @@ export interface Ingest {
  * Each add is one Redis script call that both de-duplicates (by event id) and stores the job, so
  * there is never a recognised-but-unqueued notification.
  */
+/** Queues re-emit their connection's errors; the connection's own listener already logs them. */
+export function ignoreConnectionError(): void {}
+
 /** Resolves once the connection is ready (BullMQ waits like this itself; raw commands must too). */
 function whenReady(connection: Redis): Promise<void> {
   if (connection.status === 'ready') return Promise.resolve();
@@ -67,7 +70,9 @@ export function createIngest(connection: Redis, opts: IngestOptions): Ingest {
   };
   const queues = new Map<string, Queue>();
   for (const name of [...EVENT_TYPES.map(eventQueueName), QUARANTINE_QUEUE]) {
-    queues.set(name, new Queue(name, { connection, prefix: opts.prefix, defaultJobOptions }));
+    const queue = new Queue(name, { connection, prefix: opts.prefix, defaultJobOptions });
+    queue.on('error', ignoreConnectionError);
+    queues.set(name, queue);
   }
 
   async function add(queueName: string, jobName: EventType, data: EventJob | QuarantineJob, replayKey: string) {

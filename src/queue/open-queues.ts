@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import { EVENT_TYPES } from '../events/table';
 import { deliveryQueueName } from '../forwarding/delivery-job';
 import type { Target } from '../forwarding/target-schema';
+import { ignoreConnectionError } from './ingest';
 import { eventQueueName, QUARANTINE_QUEUE } from './names';
 
 /** Every queue of the service, for reading and operating on them (admin, CLI, metrics). */
@@ -17,7 +18,7 @@ export interface ServiceQueues {
 }
 
 export function openServiceQueues(connection: Redis, prefix: string, targets: readonly Target[]): ServiceQueues {
-  const open = (name: string) => new Queue(name, { connection, prefix });
+  const open = (name: string) => new Queue(name, { connection, prefix }).on('error', ignoreConnectionError);
   const events = new Map(EVENT_TYPES.map((t) => [eventQueueName(t), open(eventQueueName(t))] as const));
   const quarantine = open(QUARANTINE_QUEUE);
   const deliveries = new Map(targets.map((t) => [t.name, open(deliveryQueueName(t.name))] as const));
