@@ -78,6 +78,20 @@ describe('worker processes', () => {
   });
 });
 
+describe('start-up', () => {
+  it('when the configuration is invalid, then the service exits 78 and names every problem', async () => {
+    const { spawnSync } = await import('node:child_process');
+    const res = spawnSync(process.execPath, ['-r', 'ts-node/register', path.resolve(__dirname, '../src/main.ts')], {
+      env: { ...process.env, TS_NODE_SWC: 'true', PLATFORM_PUBLIC_KEYS: 'not-a-key!', PORT: 'http' },
+      encoding: 'utf8',
+      timeout: 20000,
+    });
+    expect(res.status).toBe(78);
+    expect(res.stderr).toContain('invalid configuration');
+    expect(res.stderr).toContain('port:');
+  });
+});
+
 describe('several receivers and workers on one Redis', () => {
   it('when one notification is sent to two receivers at once, then each target gets it once', async () => {
     const ledger = await TargetServer.start();

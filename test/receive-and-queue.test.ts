@@ -181,3 +181,24 @@ describe('bad requests', () => {
     expect(res.headers['x-powered-by']).toBeUndefined();
   });
 });
+
+describe('behind a CALLBACK_BASE_PATH', () => {
+  let prefixed: Harness;
+  beforeAll(() => {
+    prefixed = buildHarness({ PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64, CALLBACK_BASE_PATH: '/hooks/platform' });
+  });
+  afterAll(() => prefixed.close());
+
+  it('serves the notify paths under the prefix and verifies the full request target, query included', async () => {
+    const n = platform.signed('payment.result', { basePath: '/hooks/platform', query: '?merchant=M1&note=a%20b' });
+    await platform.send(prefixed.app, n).expect(200);
+    const [job] = await prefixed.ingest.queues.get('payment.result')!.getJobs(['waiting']);
+    expect((job!.data as EventJob).path).toBe('/hooks/platform/api/v2/merch/pay/notify?merchant=M1&note=a%20b');
+  });
+
+  it('refuses a signature made over the path without the prefix, and 404s the bare path', async () => {
+    const bare = platform.signed('payment.result');
+    await platform.send(prefixed.app, { ...bare, target: `/hooks/platform${bare.target}` }).expect(401);
+    await platform.send(prefixed.app, bare).expect(404);
+  });
+});
