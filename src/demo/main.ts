@@ -7,7 +7,8 @@ import { keygen, KEY_FILES } from '../cli/commands/keygen';
 import { sendNotification, type SendOptions } from '../cli/commands/send';
 import { projectRoot } from '../config/project-root';
 import { EVENT_TYPES } from '../events/table';
-import { freePort, isPortFree, isRedisReachable, resetPrefix, startLocalRedis } from './local-redis';
+import { freePort, isPortFree, isRedisReachable, RedisServer } from '../devtools/redis-server';
+import { resetPrefix } from './local-redis';
 
 const DEMO_PREFIX = 'demo';
 import { startMerchantSystem } from './merchant-system';
@@ -20,11 +21,13 @@ import { startMerchantSystem } from './merchant-system';
 async function main(): Promise<void> {
   const say = (line: string) => process.stdout.write(`[demo] ${line}\n`);
   const root = projectRoot();
-  const children: ChildProcess[] = [];
-  const stopAll = () => children.forEach((c) => c.kill('SIGTERM'));
+  // Stopped in order: the service first (it drains), then the Redis the demo started, if any.
+  const stoppers: (() => Promise<void>)[] = [];
+  const stopAll = async () => {
+    for (const stop of stoppers) await stop();
+  };
   process.on('SIGINT', () => {
-    stopAll();
-    process.exit(0);
+    void stopAll().then(() => process.exit(0));
   });
 
   let redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -32,8 +35,8 @@ async function main(): Promise<void> {
     const removed = await resetPrefix(redisUrl, DEMO_PREFIX);
     say(`using the Redis at ${redisUrl}; the demo's queues live under the prefix "${DEMO_PREFIX}" (reset: ${removed} old keys removed)`);
   } else {
-    const local = await startLocalRedis();
-    children.push(local.child);
+    const local = await RedisServer.start();
+    stoppers.push(() => local.stop());
     say(`no Redis reachable at ${redisUrl}: started a throwaway redis-server at ${local.url} (nothing is kept)`);
     redisUrl = local.url;
   }
@@ -74,7 +77,7 @@ async function main(): Promise<void> {
       ADMIN_PASSWORD: adminToken,
     },
   });
-  children.unshift(service);
+  stoppers.unshift(() => stopChild(service));
   service.on('exit', (code) => {
     if (code !== 0 && code !== null) say(`the service exited with code ${code}`);
   });
@@ -110,13 +113,25 @@ async function main(): Promise<void> {
   say(`queues:    curl -H "Authorization: Bearer ${adminToken}" ${admin}/admin/api/queues`);
 
   if (process.env.DEMO_EXIT === '1') {
-    stopAll();
+    await stopAll();
     merchantSystem.server.close();
     return;
   }
   say(`the service keeps running at ${url}. Send more with:`);
   say(`  npm run cli -- send payment.result --url ${url} --key ${path.relative(process.cwd(), base.keyFile)}`);
   say('Ctrl-C stops it.');
+}
+
+function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), 15000);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
 }
 
 async function waitForHealth(url: string): Promise<void> {
