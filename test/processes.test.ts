@@ -8,6 +8,9 @@ import { FakePlatform } from './support/platform';
 import { ServiceProcess } from './support/service-process';
 import { TargetServer } from './support/target-server';
 
+// Each test starts real service processes; on a loaded 2-core machine that alone can take seconds.
+jest.setTimeout(60000);
+
 const platform = new FakePlatform();
 const started: ServiceProcess[] = [];
 const targets: TargetServer[] = [];
@@ -108,8 +111,8 @@ describe('several receivers and workers on one Redis', () => {
     const answers = await Promise.all([send(r1!.port, n), send(r2!.port, n)]);
     expect(answers.map((a) => a.status)).toEqual([200, 200]);
 
-    await ledger.waitFor(() => ledger.requests.length === 1);
-    await crm.waitFor(() => crm.requests.length === 1);
+    await ledger.waitFor(() => ledger.requests.length === 1, 30000);
+    await crm.waitFor(() => crm.requests.length === 1, 30000);
     await new Promise((r) => setTimeout(r, 1000));
     expect(ledger.requests).toHaveLength(1);
     expect(crm.requests).toHaveLength(1);

@@ -49,7 +49,7 @@ describe('when Redis is down', () => {
 
     expect(res.status).toBe(503);
     expect(res.body).toEqual({ ret_code: '503000', ret_msg: expect.stringMatching(/not stored/) });
-    expect(took).toBeLessThan(ENQUEUE_TIMEOUT_MS + 500);
+    expect(took).toBeLessThan(ENQUEUE_TIMEOUT_MS + 1000) // the bound plus scheduling slack on a loaded machine;
     expect(h.logs.find((l) => l.outcome === 'unavailable' && l.level === 'error')).toBeDefined();
 
     await redis.start();
@@ -87,7 +87,7 @@ describe('when Redis stalls', () => {
 
     expect(res.status).toBe(503);
     expect(took).toBeGreaterThanOrEqual(ENQUEUE_TIMEOUT_MS - 50);
-    expect(took).toBeLessThan(ENQUEUE_TIMEOUT_MS + 500);
+    expect(took).toBeLessThan(ENQUEUE_TIMEOUT_MS + 1000) // the bound plus scheduling slack on a loaded machine;
 
     const retry = await platform.send(h.app, n);
     expect(retry.status).toBe(200);
