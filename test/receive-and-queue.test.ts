@@ -174,6 +174,15 @@ describe('bad requests', () => {
     expect(h.logs.find((l) => l.reason === 'body_too_large')).toBeDefined();
   });
 
+  it('answers notify paths with the same helmet headers as every other route', async () => {
+    const notify = await platform.send(h.app, platform.signed('payment.result')).expect(200);
+    const other = await request(h.app).get('/healthz');
+    for (const name of ['content-security-policy', 'x-content-type-options', 'strict-transport-security', 'x-frame-options']) {
+      expect(notify.headers[name]).toBeDefined();
+      expect(notify.headers[name]).toBe(other.headers[name]);
+    }
+  });
+
   it('answers liveness on /healthz and sets helmet headers', async () => {
     const res = await request(h.app).get('/healthz');
     expect(res.status).toBe(200);

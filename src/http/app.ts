@@ -18,8 +18,8 @@ export function createApp(deps: AppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  app.use(notifyMiddleware(deps, deps.basePath, deps.bodyLimitBytes)); // sends helmet's headers itself
   app.use(helmet());
-  app.use(notifyMiddleware(deps, deps.basePath, deps.bodyLimitBytes));
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
