@@ -49,13 +49,13 @@ export async function attemptDelivery(target: Target, dispatcher: Dispatcher, re
       headers: req.headers,
       body: req.body,
       dispatcher,
-      signal: AbortSignal.timeout(target.timeoutMs),
+      // undici's own timers bound the wait for headers and for each body chunk; no AbortSignal per request.
       headersTimeout: target.timeoutMs,
       bodyTimeout: target.timeoutMs,
     });
   } catch (err) {
     const e = err as Error & { code?: string };
-    const timedOut = e.name === 'TimeoutError' || e.code === 'UND_ERR_HEADERS_TIMEOUT' || e.code === 'UND_ERR_BODY_TIMEOUT';
+    const timedOut = e.code === 'UND_ERR_HEADERS_TIMEOUT' || e.code === 'UND_ERR_BODY_TIMEOUT';
     throw new TransientDeliveryError(timedOut ? `timeout after ${target.timeoutMs} ms` : `network error: ${e.code ?? e.message}`);
   }
   const excerpt = await readExcerpt(res.body);

@@ -25,17 +25,19 @@ export interface FanoutDeps extends WorkerDeps {
 export function createFanoutWorker(eventType: EventType, deps: FanoutDeps): Worker<EventJob> {
   const subscribed = deps.targets.filter((t) => subscribes(t, eventType));
   const processor = async (job: Job<EventJob>): Promise<{ targets: string[] }> => {
-    // The index serves look-ups only: its failure must not hold back delivery.
-    await indexRequestIds(deps.connection, deps.prefix, job.data.payload, job.data.eventId, deps.dedupWindowMs).catch((err: Error) =>
+    // The index serves look-ups only: written alongside the deliveries, and its failure never holds them back.
+    const indexing = indexRequestIds(deps.connection, deps.prefix, job.data.payload, job.data.eventId, deps.dedupWindowMs).catch((err: Error) =>
       deps.logger.warn('request_id index not written', { eventId: job.data.eventId, error: err.message }),
     );
     if (subscribed.length === 0) {
+      await indexing;
       deps.metrics.unrouted.labels(eventType).inc();
       deps.logger.warn('event kept: no target subscribes to its type', { eventId: job.data.eventId, eventType });
       throw new UnrecoverableError(`no target subscribes to ${eventType}; the event is kept here, retry it once one does`);
     }
-    await Promise.all(
-      subscribed.map((target) =>
+    await Promise.all([
+      indexing,
+      ...subscribed.map((target) =>
         deps.deliveryQueues.get(target.name)!.add(eventType, toDeliveryJob(job.data, target.name), {
           jobId: job.data.eventId,
           attempts: target.maxAttempts,
@@ -44,7 +46,7 @@ export function createFanoutWorker(eventType: EventType, deps: FanoutDeps): Work
           removeOnFail: false, // dead letters stay until an operator replays or removes them
         }),
       ),
-    );
+    ]);
     return { targets: subscribed.map((t) => t.name) };
   };
   const worker = new Worker<EventJob>(eventQueueName(eventType), processor, {
