@@ -1,0 +1,45 @@
+import { createHash } from 'node:crypto';
+import type { EventType } from '../src/events/table';
+import type { EventJob } from '../src/queue/job';
+
+export interface VerifiedRequest {
+  eventType: EventType;
+  path: string;
+  body: Buffer;
+  timestamp: number;
+  nonce: string;
+  signatureHeaders: Record<string, string>;
+  contentType?: string;
+  receivedAtMs: number;
+}
+
+/**
+ * A deterministic event id of the service's form (`evt_` and 40 hex digits of a SHA-256 over type and
+ * body), computed here so the harness does not depend on how the service derives its ids.
+ */
+export function benchEventId(eventType: string, body: Buffer): string {
+  return `evt_${createHash('sha256').update(eventType).update('\n').update(body).digest('hex').slice(0, 40)}`;
+}
+
+/**
+ * The job as the receiver stores it (src/receiving/receive.ts), so the lean baseline and the
+ * drain backlog write the same bytes to Redis as the service does. Bodies here are always UTF-8 JSON.
+ */
+export function buildEventJob(r: VerifiedRequest): EventJob {
+  const rawBody = r.body.toString('utf8');
+  return {
+    eventId: benchEventId(r.eventType, r.body),
+    eventType: r.eventType,
+    receivedAt: new Date(r.receivedAtMs).toISOString(),
+    path: r.path,
+    timestamp: r.timestamp,
+    nonce: r.nonce,
+    scheme: 'current',
+    rawBody,
+    rawBodyEncoding: 'utf8',
+    ...(r.contentType ? { contentType: r.contentType } : {}),
+    signatureHeaders: r.signatureHeaders,
+    payload: JSON.parse(rawBody) as EventJob['payload'],
+    // An assertion, not a check: the job type may grow fields the harness does not need to fill.
+  } as EventJob;
+}

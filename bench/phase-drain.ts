@@ -1,0 +1,101 @@
+import { enqueueBacklog } from './backlog';
+import type { BenchContext } from './context';
+import { FORWARDING_MISSING, serviceLogFile } from './context';
+import { sleep } from './processes';
+import { expireRetainedCompleted, waitUntilSettled } from './queues';
+import { censusKeys, expireExpiringKeys } from './redis';
+import type { DrainFigures, DrainPhase, MaybeDrain } from './results';
+import { RssSampler, rssOf, toMB } from './rss';
+import { startRawWorkerProcess, startService, type Subject } from './subjects';
+
+type Kind = 'service' | 'baseline';
+
+async function startDrainer(ctx: BenchContext, kind: Kind, prefix: string, label: string): Promise<Subject> {
+  if (kind === 'baseline') {
+    return startRawWorkerProcess({ redisUrl: ctx.redis.url, prefix, sinkUrl: ctx.sink.url, concurrency: ctx.options.drain.rawWorkerConcurrency });
+  }
+  const configFile = ctx.workdir.writeServiceConfig(ctx.sink.url, ctx.options.drain.targetConcurrency);
+  return startService({
+    redisUrl: ctx.redis.url,
+    publicKeyFile: ctx.workdir.publicKeyFile,
+    prefix,
+    role: 'worker',
+    configFile,
+    logFile: serviceLogFile(ctx, label),
+    extraEnv: ctx.options.serviceEnv,
+  });
+}
+
+/**
+ * Queues `backlog` events while nothing consumes them, then starts the drainer (the service with
+ * ROLE=worker, or the raw worker) and times the sink receiving all of them. Afterwards: what Redis
+ * still holds right after the drain, once retention has removed completed jobs, and once the keys
+ * with a TTL (de-duplication, request-id index) have gone too, each against its starting level.
+ */
+async function drainRun(ctx: BenchContext, kind: Kind, backlog: number, label: string): Promise<MaybeDrain> {
+  await ctx.redis.flush();
+  await ctx.sink.reset();
+  const prefix = `${label}${kind}`;
+  const redisStart = await ctx.redis.usedMemory();
+  const { seconds: enqueueSec } = await enqueueBacklog(ctx.redis.url, prefix, backlog);
+  const redisQueued = await ctx.redis.usedMemory();
+  ctx.log(`${label} ${kind}: ${backlog} events queued in ${enqueueSec.toFixed(1)} s, ${((redisQueued - redisStart) / backlog).toFixed(0)} B each`);
+
+  const spawnedAt = Date.now();
+  const subject = await startDrainer(ctx, kind, prefix, `${label}-${kind}`);
+  const rss = new RssSampler(subject.pid, 500);
+  const drained = (async () => {
+    // Bounded by a floor rate of 100 events/s, and by 60 s without progress.
+    const wait = await ctx.sink.waitForUnique(backlog, { timeoutMs: 60_000 + (backlog / 100) * 1000, stallMs: 60_000, firstWithinMs: 60_000 });
+    rss.stop();
+    await waitUntilSettled(ctx.redis.admin, prefix, 30_000);
+    await sleep(ctx.options.smoke ? 200 : 2000);
+    return { wait, rssAfter: rssOf(subject.pid) };
+  })();
+  const { wait, rssAfter } = await drained.finally(() => subject.stop());
+  if (wait.stats.unique === 0) return { skipped: 'forwarding not available (nothing delivered within 60 s)' };
+  const { stats } = wait;
+  const totals = await waitUntilSettled(ctx.redis.admin, prefix, 1000);
+  const redisAfterDrain = await ctx.redis.usedMemory();
+  await expireRetainedCompleted(ctx.redis.admin, prefix);
+  const redisAfterRetention = await ctx.redis.usedMemory();
+  const census = await censusKeys(ctx.redis.admin, prefix);
+  await expireExpiringKeys(ctx.redis.admin, prefix);
+  // Redis shrinks its emptied key tables in its background cron, not at once.
+  await sleep(ctx.options.smoke ? 300 : 2000);
+  const redisAfterExpiry = await ctx.redis.usedMemory();
+  const drainedMs = Math.max(1, stats.lastAtMs - stats.firstAtMs);
+  const figures: DrainFigures = {
+    backlog,
+    delivered: stats.unique,
+    eventsPerSec: Math.round(((stats.unique - 1) / drainedMs) * 1000),
+    totalSec: Math.round(stats.lastAtMs - spawnedAt) / 1000,
+    enqueueSec: Math.round(enqueueSec * 10) / 10,
+    redisStartMB: toMB(redisStart),
+    redisBytesPerQueuedEvent: Math.round((redisQueued - redisStart) / backlog),
+    redisAfterDrainMB: toMB(redisAfterDrain),
+    redisAfterRetentionMB: toMB(redisAfterRetention),
+    expiringKeys: census.expiring,
+    expiringBytesPerEvent: Math.round((redisAfterRetention - redisAfterExpiry) / backlog),
+    redisAfterExpiryMB: toMB(redisAfterExpiry),
+    eventStreamMB: toMB(census.eventStreamBytes),
+    persistentKeys: census.other,
+    residualBytesPerEvent: Math.round((redisAfterExpiry - redisStart - census.eventStreamBytes) / backlog),
+    failedJobs: totals.failed,
+    rssMaxMB: toMB(rss.max()),
+    rssAfterMB: toMB(rssAfter),
+  };
+  ctx.log(
+    `${label} ${kind}: ${figures.eventsPerSec} events/s; Redis above start: after drain ${toMB(redisAfterDrain - redisStart)} MB, ` +
+      `after retention ${toMB(redisAfterRetention - redisStart)} MB (${census.expiring} keys with a TTL, ${census.jobs} job keys, ${census.other} others), ` +
+      `after TTLs ${toMB(redisAfterExpiry - redisStart)} MB`,
+  );
+  if (!wait.complete) ctx.log(`${label} ${kind}: WARNING only ${stats.unique} of ${backlog} delivered within the bound`);
+  return figures;
+}
+
+export async function runDrainPhase(ctx: BenchContext, backlog: number, label: string): Promise<DrainPhase> {
+  const baseline = await drainRun(ctx, 'baseline', backlog, label);
+  const service = ctx.forwarding ? await drainRun(ctx, 'service', backlog, label) : { skipped: FORWARDING_MISSING };
+  return { backlog, service, baseline };
+}

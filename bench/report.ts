@@ -1,0 +1,171 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { BenchResult, CpuFigures, DrainFigures, MaybeDrain, TableRow } from './results';
+
+/** The issue's targets, for a 2-core machine that also runs Redis and the load generator. */
+export const TARGETS = {
+  ingestRatio: 0.6,
+  ackP99Ms: 20,
+  e2eP99Ms: 50,
+  drainRatio: 0.8,
+  rssUnderLoadMB: 200,
+  /** Per-event drain cost at 10x the backlog over the cost at 1x: flat means within 10 %. */
+  growthCost: 1.1,
+  /**
+   * Redis left for good per drained event once retention and TTLs have run: nothing, within the
+   * slack of the measurement (stream sizes are estimates; key tables shrink in steps).
+   */
+  residualBytesPerEvent: 64,
+} as const;
+
+const r2 = (v: number) => Math.round(v * 100) / 100;
+
+function ratio(service: number | undefined, baseline: number | undefined): number | string {
+  if (service === undefined || baseline === undefined || !Number.isFinite(service) || !Number.isFinite(baseline) || baseline === 0) return '—';
+  return r2(service / baseline);
+}
+
+function cpuSplit(c: CpuFigures): string {
+  return `${Math.round(c.subjectPct)} / ${Math.round(c.redisPct)} / ${Math.round(c.loadGeneratorPct)}`;
+}
+
+function drained(d: MaybeDrain): DrainFigures | undefined {
+  return 'skipped' in d ? undefined : d;
+}
+
+function skippedText(d: MaybeDrain): string {
+  return 'skipped' in d ? d.skipped : '';
+}
+
+export function buildRows(res: BenchResult): TableRow[] {
+  const rows: TableRow[] = [];
+  const row = (section: string, metric: string, service: number | string | undefined, baseline: number | string | undefined, target = '', met: boolean | null = null, withRatio = true) =>
+    rows.push({
+      section,
+      metric,
+      service: service ?? '—',
+      baseline: baseline ?? '—',
+      ratio: withRatio && typeof service === 'number' && typeof baseline === 'number' ? ratio(service, baseline) : '—',
+      target,
+      met,
+    });
+
+  if (res.ingest) {
+    const { service: s, baseline: b, connections } = res.ingest;
+    const sec = `ingest (closed loop, ${connections} conns)`;
+    const q = ratio(s.acceptedPerSec, b.acceptedPerSec);
+    row(sec, 'accepted/s, no errors', s.acceptedPerSec, b.acceptedPerSec, `>= ${TARGETS.ingestRatio}x`, typeof q === 'number' && q >= TARGETS.ingestRatio && s.errors === 0);
+    row(sec, 'ack p50 ms', s.ack.p50, b.ack.p50);
+    row(sec, 'ack p99 ms', s.ack.p99, b.ack.p99);
+    row(sec, 'errors', s.errors, b.errors, '0', s.errors === 0, false);
+    row(sec, 'CPU ms per accepted request', s.cpu.subjectMsPerRequest, b.cpu.subjectMsPerRequest);
+    row(sec, 'Redis CPU ms per request', s.cpu.redisMsPerRequest, b.cpu.redisMsPerRequest);
+    row(sec, 'CPU % of a core: subject / redis / load gen', cpuSplit(s.cpu), cpuSplit(b.cpu), '', null, false);
+  }
+  if (res.fixedRate) {
+    const { service: s, baseline: b, rate } = res.fixedRate;
+    const sec = `fixed ${rate}/s`;
+    row(sec, 'achieved rate /s', s.achievedPerSec, b.achievedPerSec, '', null, false);
+    row(sec, 'ack p50 ms', s.ack.p50, b.ack.p50);
+    row(sec, 'ack p99 ms', s.ack.p99, b.ack.p99, `<= ${TARGETS.ackP99Ms} ms`, s.ack.p99 <= TARGETS.ackP99Ms);
+    row(sec, 'e2e p50 ms', s.e2e?.p50 ?? s.e2eSkipped, b.e2e?.p50);
+    row(sec, 'e2e p99 ms', s.e2e?.p99 ?? s.e2eSkipped, b.e2e?.p99, `<= ${TARGETS.e2eP99Ms} ms`, s.e2e ? s.e2e.p99 <= TARGETS.e2eP99Ms : null);
+    row(sec, 'errors (+ undelivered)', s.errors + (s.undelivered ?? 0), b.errors + (b.undelivered ?? 0), '0', s.errors + (s.undelivered ?? 0) === 0, false);
+    row(sec, 'CPU ms per event (receive + deliver)', s.cpu.subjectMsPerRequest, b.cpu.subjectMsPerRequest);
+    row(sec, 'CPU % of a core: subject / redis / load gen', cpuSplit(s.cpu), cpuSplit(b.cpu), '', null, false);
+    row(sec, 'load generator lag p99 ms', s.generatorLagMs.p99, b.generatorLagMs.p99, '', null, false);
+  }
+  const drainRows = (label: string, d: BenchResult['drain']) => {
+    if (!d) return;
+    const s = drained(d.service);
+    const b = drained(d.baseline);
+    const sec = `${label} ${d.backlog.toLocaleString('en-US')} queued`;
+    const q = ratio(s?.eventsPerSec, b?.eventsPerSec);
+    row(sec, 'events/s delivered', s?.eventsPerSec ?? skippedText(d.service), b?.eventsPerSec ?? skippedText(d.baseline), `>= ${TARGETS.drainRatio}x`, s ? typeof q === 'number' && q >= TARGETS.drainRatio : null);
+    row(sec, 'Redis bytes per queued event', s?.redisBytesPerQueuedEvent, b?.redisBytesPerQueuedEvent);
+    row(sec, 'Redis after drain, MB above start', s ? r2(s.redisAfterDrainMB - s.redisStartMB) : undefined, b ? r2(b.redisAfterDrainMB - b.redisStartMB) : undefined, '', null, false);
+    row(sec, 'Redis per event after retention (keys with a TTL), B', s?.expiringBytesPerEvent, b?.expiringBytesPerEvent);
+    row(
+      sec,
+      'Redis per event once TTLs ran out, B',
+      s?.residualBytesPerEvent,
+      b?.residualBytesPerEvent,
+      `<= ${TARGETS.residualBytesPerEvent} (back to start)`,
+      s ? s.residualBytesPerEvent <= TARGETS.residualBytesPerEvent : null,
+      false,
+    );
+    row(sec, 'RSS max MB', s?.rssMaxMB, b?.rssMaxMB);
+  };
+  drainRows('drain', res.drain);
+  if (res.growth) {
+    drainRows('growth', res.growth);
+    const g = res.growth;
+    row(
+      `growth ${g.backlog.toLocaleString('en-US')} queued`,
+      'cost per event vs 1x backlog',
+      g.serviceCostGrowth ?? skippedText(g.service),
+      g.baselineCostGrowth ?? undefined,
+      `<= ${TARGETS.growthCost}`,
+      g.serviceCostGrowth === null ? null : g.serviceCostGrowth <= TARGETS.growthCost,
+    );
+  }
+  const loadRss = [res.ingest?.service.rssMaxMB, res.fixedRate?.service.rssMaxMB, res.soak?.service.rssMaxMB].filter((v): v is number => v !== undefined);
+  const loadRssBase = [res.ingest?.baseline.rssMaxMB, res.fixedRate?.baseline.rssMaxMB, res.soak?.baseline.rssMaxMB].filter((v): v is number => v !== undefined);
+  if (loadRss.length > 0) {
+    const s = Math.max(...loadRss);
+    row('memory', 'RSS under load, max MB', s, Math.max(...loadRssBase), `<= ${TARGETS.rssUnderLoadMB} MB`, s <= TARGETS.rssUnderLoadMB);
+    const after = res.fixedRate ?? res.ingest;
+    if (after) row('memory', 'RSS after load MB', after.service.rssAfterMB, after.baseline.rssAfterMB);
+  }
+  if (res.soak) {
+    const { service: s, baseline: b } = res.soak;
+    const sec = `soak ${s.rate}/s, ${s.seconds} s (baseline ${b.seconds} s)`;
+    row(sec, 'RSS floor, 2nd fifth -> last fifth MB', `${s.rssFloorFirstMB} -> ${s.rssFloorLastMB}`, `${b.rssFloorFirstMB} -> ${b.rssFloorLastMB}`, 'flat', s.flat, false);
+    row(sec, 'RSS floor slope MB/min', s.rssSlopeMBPerMin, b.rssSlopeMBPerMin, '', null, false);
+    row(sec, 'RSS max MB', s.rssMaxMB, b.rssMaxMB, `<= ${TARGETS.rssUnderLoadMB} MB`, s.rssMaxMB <= TARGETS.rssUnderLoadMB);
+    row(sec, 'ack p99 ms', s.ack.p99, b.ack.p99, `<= ${TARGETS.ackP99Ms} ms`, s.ack.p99 <= TARGETS.ackP99Ms);
+    row(sec, 'e2e p99 ms', s.e2e?.p99 ?? s.e2eSkipped, b.e2e?.p99, `<= ${TARGETS.e2eP99Ms} ms`, s.e2e ? s.e2e.p99 <= TARGETS.e2eP99Ms : null);
+    row(sec, 'errors', s.errors, b.errors, '0', s.errors === 0, false);
+  }
+  return rows;
+}
+
+const cell = (v: number | string) => (typeof v === 'number' ? (Number.isInteger(v) ? v.toLocaleString('en-US') : String(v)) : v);
+
+/** A Markdown table, so what the harness prints can be pasted into docs/benchmarks.md as is. */
+export function renderTable(rows: readonly TableRow[]): string {
+  const header = ['section', 'metric', 'service', 'baseline', 'service ÷ baseline', 'target', 'met'];
+  const lines = [`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`];
+  for (const r of rows) {
+    const ratioText = typeof r.ratio === 'number' ? `${r.ratio}x` : r.ratio;
+    const met = r.met === null ? '' : r.met ? 'yes' : '**no**';
+    lines.push(`| ${r.section} | ${r.metric} | ${cell(r.service)} | ${cell(r.baseline)} | ${ratioText} | ${r.target} | ${met} |`);
+  }
+  return lines.join('\n');
+}
+
+export function renderProfile(res: BenchResult): string {
+  if (!res.profile) return '';
+  const lines = [
+    `CPU profile of the service under ingest load (${res.profile.totalMs} ms on CPU, idle excluded): top self time`,
+    '',
+    '| self % | self ms | function | where |',
+    '|---|---|---|---|',
+    ...res.profile.top.map((e) => `| ${e.selfPct} | ${e.selfMs} | ${e.function} | ${e.location} |`),
+    '',
+    'Self time by package: ' + res.profile.byPackage.map((p) => `${p.name} ${p.selfPct}%`).join(', '),
+  ];
+  return lines.join('\n');
+}
+
+/** Writes the run as JSON (bench/results/, gitignored): a timestamped file and latest.json. */
+export function writeResults(dir: string, res: BenchResult): string {
+  mkdirSync(dir, { recursive: true });
+  const stamp = res.meta.startedAt.replace(/[:.]/g, '-');
+  const file = path.join(dir, `bench-${res.meta.smoke ? 'smoke-' : ''}${stamp}.json`);
+  const text = JSON.stringify(res, null, 2);
+  writeFileSync(file, text);
+  writeFileSync(path.join(dir, res.meta.smoke ? 'latest-smoke.json' : 'latest.json'), text);
+  writeFileSync(path.join(dir, res.meta.smoke ? 'latest-smoke.md' : 'latest.md'), `${renderTable(res.rows)}\n\n${renderProfile(res)}\n`);
+  return file;
+}

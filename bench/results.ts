@@ -1,0 +1,154 @@
+import type { LatencySummary } from './stats';
+
+/** CPU use during the measured run, in % of one core, and CPU ms per accepted request. */
+export interface CpuFigures {
+  subjectPct: number;
+  redisPct: number;
+  loadGeneratorPct: number;
+  subjectMsPerRequest: number;
+  redisMsPerRequest: number;
+}
+
+export interface IngestFigures {
+  requests: number;
+  acceptedPerSec: number;
+  /** Non-2xx answers, connection errors and timeouts, and 2xx answers with no job in Redis. */
+  errors: number;
+  ack: LatencySummary;
+  durationSec: number;
+  cpu: CpuFigures;
+  rssMaxMB: number;
+  rssAfterMB: number;
+}
+
+export interface IngestPhase {
+  connections: number;
+  service: IngestFigures;
+  baseline: IngestFigures;
+  rounds: { service: IngestFigures[]; baseline: IngestFigures[] };
+}
+
+export interface FixedRateFigures {
+  sent: number;
+  errors: number;
+  achievedPerSec: number;
+  ack: LatencySummary;
+  /** Receipt (the request leaving the load generator) to the sink having the event. */
+  e2e?: LatencySummary;
+  /** Accepted events the sink never got within the bound. */
+  undelivered?: number;
+  e2eSkipped?: string;
+  generatorLagMs: { p99: number; max: number };
+  cpu: CpuFigures;
+  rssMaxMB: number;
+  rssAfterMB: number;
+}
+
+export interface FixedRatePhase {
+  rate: number;
+  seconds: number;
+  service: FixedRateFigures;
+  baseline: FixedRateFigures;
+}
+
+export interface DrainFigures {
+  backlog: number;
+  delivered: number;
+  /** First to last delivery at the sink: the steady drain rate, without process start-up. */
+  eventsPerSec: number;
+  /** Process start to last delivery. */
+  totalSec: number;
+  enqueueSec: number;
+  redisStartMB: number;
+  redisBytesPerQueuedEvent: number;
+  /** After the drain, with the retention settings still keeping completed jobs (1 h or 10,000 per queue). */
+  redisAfterDrainMB: number;
+  /** After removing what retention removes (completed jobs); keys with a TTL still there. */
+  redisAfterRetentionMB: number;
+  /** Keys with a TTL left after retention (de-duplication keys, request-id index) and their cost per event. */
+  expiringKeys: number;
+  expiringBytesPerEvent: number;
+  /** After the keys with a TTL are gone too: what Redis keeps for good. */
+  redisAfterExpiryMB: number;
+  eventStreamMB: number;
+  /** Keys without a TTL left after retention beyond fixed per-queue structures: a leak if it grows with the backlog. */
+  persistentKeys: number;
+  /**
+   * Memory left for good per drained event, once retention and TTLs have run, minus the capped event
+   * streams: about 0 when Redis is back to its starting level.
+   */
+  residualBytesPerEvent: number;
+  failedJobs: number;
+  rssMaxMB: number;
+  rssAfterMB: number;
+}
+
+export type MaybeDrain = DrainFigures | { skipped: string };
+
+export interface DrainPhase {
+  backlog: number;
+  service: MaybeDrain;
+  baseline: MaybeDrain;
+}
+
+export interface SoakFigures {
+  seconds: number;
+  rate: number;
+  errors: number;
+  ack: LatencySummary;
+  e2e?: LatencySummary;
+  e2eSkipped?: string;
+  /** RSS floor (10th percentile: live memory after collections) in the second and the last fifth of the run. */
+  rssFloorFirstMB: number;
+  rssFloorLastMB: number;
+  rssMaxMB: number;
+  /** Slope of the RSS floor over the run after warm-up. */
+  rssSlopeMBPerMin: number;
+  flat: boolean;
+  /** ack p99 per window, to see latency drift. */
+  ackP99ByWindow: { fromSec: number; p99: number }[];
+  rssSeries: { t: number; mb: number }[];
+}
+
+export interface SoakPhase {
+  service: SoakFigures;
+  baseline: SoakFigures;
+}
+
+export interface ProfileEntry {
+  selfMs: number;
+  selfPct: number;
+  function: string;
+  location: string;
+}
+
+export interface TableRow {
+  section: string;
+  metric: string;
+  service: number | string;
+  baseline: number | string;
+  /** service ÷ baseline; for latencies and memory lower is better. */
+  ratio: number | string;
+  target: string;
+  met: boolean | null;
+}
+
+export interface BenchResult {
+  meta: {
+    startedAt: string;
+    finishedAt: string;
+    durationSec: number;
+    command: string;
+    smoke: boolean;
+    forwardingAvailable: boolean;
+    machine: { nproc: number; cpuModel: string; memTotalGB: number; os: string; node: string; redis: string };
+    options: unknown;
+  };
+  ingest?: IngestPhase;
+  fixedRate?: FixedRatePhase;
+  drain?: DrainPhase;
+  growth?: DrainPhase & { serviceCostGrowth: number | null; baselineCostGrowth: number | null };
+  soak?: SoakPhase;
+  profile?: { file: string; totalMs: number; top: ProfileEntry[]; byPackage: { name: string; selfPct: number }[] };
+  rows: TableRow[];
+}

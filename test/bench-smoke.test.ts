@@ -1,0 +1,84 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { benchOptions } from '../bench/options';
+import { forwardingAvailable } from '../bench/processes';
+import type { BenchResult, DrainPhase } from '../bench/results';
+import { runBench } from '../bench/run';
+import type { LatencySummary } from '../bench/stats';
+
+/**
+ * A few seconds of every benchmark phase, so the harness (`npm run bench`) keeps working: its own
+ * Redis, sink, service and baseline processes, the presigned load, the JSON results. The figures of
+ * such a short run mean nothing; what is checked is that each phase measured something real.
+ */
+let resultsDir: string;
+beforeAll(() => {
+  resultsDir = mkdtempSync(path.join(tmpdir(), 'bench-smoke-'));
+});
+afterAll(() => rmSync(resultsDir, { recursive: true, force: true }));
+
+function expectLatency(l: LatencySummary | undefined): void {
+  expect(l).toBeDefined();
+  expect(l!.count).toBeGreaterThan(0);
+  expect(l!.p50).toBeGreaterThan(0);
+  expect(l!.p99).toBeGreaterThanOrEqual(l!.p50);
+}
+
+function expectDrain(d: DrainPhase | undefined, backlog: number): void {
+  expect(d).toBeDefined();
+  const baseline = d!.baseline;
+  if ('skipped' in baseline) throw new Error(`raw worker drain skipped: ${baseline.skipped}`);
+  expect(baseline.delivered).toBe(backlog);
+  expect(baseline.eventsPerSec).toBeGreaterThan(0);
+  expect(baseline.redisBytesPerQueuedEvent).toBeGreaterThan(0);
+  if (forwardingAvailable()) {
+    if ('skipped' in d!.service) throw new Error(`service drain skipped although src/forwarding exists: ${d!.service.skipped}`);
+    expect(d!.service.delivered).toBe(backlog);
+    expect(d!.service.eventsPerSec).toBeGreaterThan(0);
+  } else {
+    expect(d!.service).toEqual({ skipped: expect.stringMatching(/forwarding not available/) });
+  }
+}
+
+it('when the harness runs in smoke mode, then every phase reports figures for the service and its baseline, with ratios', async () => {
+  const options = benchOptions({ BENCH_SMOKE: '1', BENCH_RESULTS_DIR: resultsDir }, 'jest test/bench-smoke.test.ts');
+  const { file, table } = await runBench(options, () => undefined);
+  const result = JSON.parse(readFileSync(file, 'utf8')) as BenchResult;
+
+  expect(result.meta.smoke).toBe(true);
+  expect(result.meta.machine.nproc).toBeGreaterThan(0);
+
+  for (const figures of [result.ingest?.service, result.ingest?.baseline]) {
+    expect(figures?.acceptedPerSec).toBeGreaterThan(0);
+    expect(figures?.errors).toBe(0);
+    expectLatency(figures?.ack);
+    expect(figures?.rssMaxMB).toBeGreaterThan(0);
+  }
+
+  for (const figures of [result.fixedRate?.service, result.fixedRate?.baseline]) {
+    expect(figures?.errors).toBe(0);
+    expectLatency(figures?.ack);
+  }
+  expectLatency(result.fixedRate?.baseline.e2e);
+  if (forwardingAvailable()) expectLatency(result.fixedRate?.service.e2e);
+  else expect(result.fixedRate?.service.e2eSkipped).toMatch(/forwarding not available/);
+
+  expectDrain(result.drain, options.drain.backlog);
+  expectDrain(result.growth, options.drain.growthBacklog);
+
+  for (const soak of [result.soak?.service, result.soak?.baseline]) {
+    expect(soak?.errors).toBe(0);
+    expect(soak?.rssMaxMB).toBeGreaterThan(0);
+    expectLatency(soak?.ack);
+  }
+
+  // Every figure of the service is set against its baseline.
+  const ratioOf = (section: RegExp, metric: string) => result.rows.find((r) => section.test(r.section) && r.metric === metric)?.ratio;
+  expect(ratioOf(/^ingest/, 'accepted/s, no errors')).toEqual(expect.any(Number));
+  expect(ratioOf(/^fixed/, 'ack p99 ms')).toEqual(expect.any(Number));
+  expect(ratioOf(/^memory/, 'RSS under load, max MB')).toEqual(expect.any(Number));
+  if (forwardingAvailable()) expect(ratioOf(/^drain/, 'events/s delivered')).toEqual(expect.any(Number));
+  for (const row of result.rows) expect(row).toHaveProperty('ratio');
+  expect(table).toContain('| ingest');
+}, 60_000);
