@@ -3,7 +3,7 @@ import type { EventType } from '../events/table';
 import type { EventJob } from '../queue/job';
 import { eventQueueName } from '../queue/names';
 import { indexRequestIds } from '../operations/request-index';
-import { deliveryQueueName, toDeliveryJob } from './delivery-job';
+import { toDeliveryJob } from './delivery-job';
 import type { WorkerDeps } from './delivery-worker';
 import { subscribes, type Target } from './target-schema';
 
@@ -70,8 +70,4 @@ export function createFanoutWorker(eventType: EventType, deps: FanoutDeps): Work
     });
   });
   return worker;
-}
-
-export function deliveryQueueNames(targets: readonly Target[]): string[] {
-  return targets.map((t) => deliveryQueueName(t.name));
 }
