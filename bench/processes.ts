@@ -96,15 +96,7 @@ export function waitForMessage<T extends { type: string }>(child: ChildProcess, 
 }
 
 /** SIGTERM, then SIGKILL if the child has not exited within the bound. */
-export async function stopChild(child: ChildProcess, graceMs = 15_000): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
-  await exited;
-  clearTimeout(timer);
-}
-
+export { stopChild } from '../src/devtools/stop-child';
 export { freePort } from '../src/devtools/redis-server';
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

@@ -1,9 +1,10 @@
 import { z } from 'zod';
+import { parseOperatorTime } from '../operations/time';
 
 const time = z
   .string()
   .transform((s, ctx) => {
-    const ms = /^\d+$/.test(s) ? Number(s) : Date.parse(s);
+    const ms = parseOperatorTime(s);
     if (Number.isNaN(ms)) ctx.addIssue({ code: 'custom', message: 'not a time (ISO 8601 or epoch milliseconds)' });
     return ms;
   });

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { stringify } from 'yaml';
@@ -8,6 +8,7 @@ import { sendNotification, type SendOptions } from '../cli/commands/send';
 import { projectRoot } from '../config/project-root';
 import { EVENT_TYPES } from '../events/table';
 import { freePort, isPortFree, isRedisReachable, RedisServer } from '../devtools/redis-server';
+import { stopChild } from '../devtools/stop-child';
 import { resetPrefix } from './local-redis';
 
 const DEMO_PREFIX = 'demo';
@@ -120,18 +121,6 @@ async function main(): Promise<void> {
   say(`the service keeps running at ${url}. Send more with:`);
   say(`  npm run cli -- send payment.result --url ${url} --key ${path.relative(process.cwd(), base.keyFile)}`);
   say('Ctrl-C stops it.');
-}
-
-function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => child.kill('SIGKILL'), 15000);
-    child.once('exit', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    child.kill('SIGTERM');
-  });
 }
 
 async function waitForHealth(url: string): Promise<void> {

@@ -7,7 +7,7 @@ import { eventIdFor } from '../queue/ids';
 import type { Ingest } from '../queue/ingest';
 import type { EventJob } from '../queue/job';
 import type { Verifier } from '../signature/verify';
-import { REJECTION_CLASS, type RejectionClass } from '../signature/result';
+import { REJECTION_CLASS, type RejectionClass, type RejectionReason } from '../signature/result';
 import { parsePayload } from './parse-payload';
 
 export interface ReceiveDeps {
@@ -43,12 +43,7 @@ export type ReceiveResult =
 export async function receiveNotification(deps: ReceiveDeps, n: IncomingNotification): Promise<ReceiveResult> {
   const eventType = n.definition.type;
   const verified = deps.verify({ method: 'POST', target: n.target, headers: n.headers, body: n.body, nowMs: deps.clock() });
-  if (!verified.ok) {
-    deps.metrics.notifications.labels(eventType, 'rejected', verified.reason).inc();
-    observe(deps, eventType, 'rejected', n);
-    deps.logger.warn('notification rejected', { eventType, outcome: 'rejected', reason: verified.reason, detail: verified.detail, path: n.target, latencyMs: elapsed(n) });
-    return { kind: 'rejected', class: REJECTION_CLASS[verified.reason], detail: verified.detail };
-  }
+  if (!verified.ok) return rejected(deps, n, verified.reason, verified.detail);
 
   if (verified.scheme === 'legacy') {
     const refused = await refuseReusedLegacySignature(deps, n, verified.replayKey);
@@ -85,12 +80,7 @@ export async function receiveNotification(deps: ReceiveDeps, n: IncomingNotifica
       outcome = result === 'accepted' ? 'quarantined' : result;
     }
   } catch (err) {
-    if (!(err instanceof EnqueueUnavailableError)) throw err;
-    deps.metrics.enqueueFailures.labels(eventType).inc();
-    deps.metrics.notifications.labels(eventType, 'unavailable', '').inc();
-    observe(deps, eventType, 'unavailable', n);
-    deps.logger.error('notification not queued: Redis unavailable', { eventId, eventType, nonce: verified.replayKey, outcome: 'unavailable', error: err.message, latencyMs: elapsed(n) });
-    return { kind: 'unavailable', eventId };
+    return unavailable(deps, n, err, verified.replayKey, eventId);
   }
 
   deps.metrics.notifications.labels(eventType, outcome, '').inc();
@@ -108,22 +98,32 @@ export async function receiveNotification(deps: ReceiveDeps, n: IncomingNotifica
 
 /** A v1.2 signature may serve one event type only (its string to sign has no path). */
 async function refuseReusedLegacySignature(deps: ReceiveDeps, n: IncomingNotification, replayKey: string): Promise<ReceiveResult | undefined> {
-  const eventType = n.definition.type;
   let bound: boolean;
   try {
-    bound = await deps.ingest.bindLegacySignature(replayKey, eventType);
+    bound = await deps.ingest.bindLegacySignature(replayKey, n.definition.type);
   } catch (err) {
-    if (!(err instanceof EnqueueUnavailableError)) throw err;
-    deps.metrics.enqueueFailures.labels(eventType).inc();
-    deps.metrics.notifications.labels(eventType, 'unavailable', '').inc();
-    deps.logger.error('notification not queued: Redis unavailable', { eventType, nonce: replayKey, outcome: 'unavailable', error: err.message, latencyMs: elapsed(n) });
-    return { kind: 'unavailable', eventId: '' };
+    return unavailable(deps, n, err, replayKey, '');
   }
-  if (bound) return undefined;
-  deps.metrics.notifications.labels(eventType, 'rejected', 'signature_reused').inc();
+  return bound ? undefined : rejected(deps, n, 'signature_reused', 'legacy signature already used for another notification type');
+}
+
+function rejected(deps: ReceiveDeps, n: IncomingNotification, reason: RejectionReason, detail: string): ReceiveResult {
+  const eventType = n.definition.type;
+  deps.metrics.notifications.labels(eventType, 'rejected', reason).inc();
   observe(deps, eventType, 'rejected', n);
-  deps.logger.warn('notification rejected', { eventType, outcome: 'rejected', reason: 'signature_reused', detail: 'legacy signature already used for another event type', path: n.target, latencyMs: elapsed(n) });
-  return { kind: 'rejected', class: 'signature', detail: 'legacy signature already used for another notification type' };
+  deps.logger.warn('notification rejected', { eventType, outcome: 'rejected', reason, detail, path: n.target, latencyMs: elapsed(n) });
+  return { kind: 'rejected', class: REJECTION_CLASS[reason], detail };
+}
+
+/** Redis did not confirm: counted, logged, answered 503; anything else is a bug and goes up. */
+function unavailable(deps: ReceiveDeps, n: IncomingNotification, err: unknown, replayKey: string, eventId: string): ReceiveResult {
+  if (!(err instanceof EnqueueUnavailableError)) throw err;
+  const eventType = n.definition.type;
+  deps.metrics.enqueueFailures.labels(eventType).inc();
+  deps.metrics.notifications.labels(eventType, 'unavailable', '').inc();
+  observe(deps, eventType, 'unavailable', n);
+  deps.logger.error('notification not queued: Redis unavailable', { eventId, eventType, nonce: replayKey, outcome: 'unavailable', error: err.message, latencyMs: elapsed(n) });
+  return { kind: 'unavailable', eventId };
 }
 
 function observe(deps: ReceiveDeps, eventType: string, outcome: NotificationOutcome, n: IncomingNotification): void {

@@ -1,13 +1,13 @@
 import { parseArgs } from 'node:util';
 import type { Config } from '../../config/schema';
-import { closeQueues, openDeliveryQueues } from '../../forwarding/delivery-queues';
 import { createDeadLetters, type DeadLetterFilter } from '../../operations/dead-letters';
-import { createOperatorConnection } from '../../queue/connection';
+import { parseOperatorTime } from '../../operations/time';
 import { formatTable } from '../table';
+import { withQueues } from '../with-queues';
 
 function parseTime(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
-  const ms = /^\d+$/.test(value) ? Number(value) : Date.parse(value);
+  const ms = parseOperatorTime(value);
   if (Number.isNaN(ms)) throw new Error(`not a time: ${value} (ISO 8601 or epoch milliseconds)`);
   return ms;
 }
@@ -35,10 +35,8 @@ export async function deadLetterCommand(config: Config, args: string[], out: (li
     to: parseTime(values.to),
     limit: values.limit ? Number(values.limit) : undefined,
   };
-  const connection = createOperatorConnection(config.redisUrl);
-  const queues = openDeliveryQueues(connection, config.queuePrefix, config.targets);
-  const deadLetters = createDeadLetters(queues);
-  try {
+  return withQueues(config, async (queues) => {
+    const deadLetters = createDeadLetters(queues.deliveries);
     if (sub === 'list') {
       const items = await deadLetters.list(filter);
       if (values.json) out(JSON.stringify(items, null, 2));
@@ -60,8 +58,5 @@ export async function deadLetterCommand(config: Config, args: string[], out: (li
       return result.notFound.length ? 1 : 0;
     }
     throw new Error('dlq takes list or replay');
-  } finally {
-    await closeQueues(queues);
-    connection.disconnect();
-  }
+  });
 }

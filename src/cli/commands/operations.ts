@@ -7,23 +7,10 @@ import { createQuarantine } from '../../operations/quarantine';
 import { summariseQueues } from '../../operations/queue-summary';
 import { eventIdsForRequest } from '../../operations/request-index';
 import { createTargetControl } from '../../operations/targets';
-import { createOperatorConnection } from '../../queue/connection';
-import { openServiceQueues, type ServiceQueues } from '../../queue/open-queues';
 import { formatTable } from '../table';
-import type { Redis } from 'ioredis';
+import { withQueues } from '../with-queues';
 
 type Out = (line: string) => void;
-
-async function withQueues<T>(config: Config, run: (queues: ServiceQueues, redis: Redis) => Promise<T>): Promise<T> {
-  const redis = createOperatorConnection(config.redisUrl);
-  const queues = openServiceQueues(redis, config.queuePrefix, config.targets);
-  try {
-    return await run(queues, redis);
-  } finally {
-    await queues.close();
-    redis.disconnect();
-  }
-}
 
 /** `queues`: every queue's counts in a table. */
 export function queuesCommand(config: Config, out: Out): Promise<number> {
