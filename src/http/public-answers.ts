@@ -1,0 +1,34 @@
+import { answerFactory, type Answer } from './answer';
+import { envelope, RET_CODES, SUCCESS } from './envelope';
+
+/**
+ * Every answer the public port gives, built once at start. Their bodies are fixed (no request data
+ * in them), so each is a few prepared bytes and a frozen header set.
+ */
+export function publicAnswers(bodyLimitBytes: number) {
+  const answer = answerFactory();
+  return {
+    success: answer(200, SUCCESS),
+    /** Liveness carries the envelope too, and keeps the `status` field load balancers look for. */
+    health: answer(200, { ...SUCCESS, status: 'ok' }),
+    rejected: {
+      header: answer(401, envelope(RET_CODES.header, 'Unauthorized: missing or malformed signature header')),
+      timestamp: answer(401, envelope(RET_CODES.timestamp, 'Unauthorized: timestamp outside the allowed window')),
+      signature: answer(401, envelope(RET_CODES.signature, 'Unauthorized: signature missing or invalid')),
+    },
+    forbidden: answer(403, envelope(RET_CODES.forbidden, 'Forbidden: source address not allowed')),
+    notFound: answer(404, envelope(RET_CODES.notFound, 'Not Found')),
+    notifyMethod: answer(405, envelope(RET_CODES.methodNotAllowed, 'Method Not Allowed: notify paths accept POST only'), { allow: 'POST' }),
+    /** CONNECT (a proxy tunnel), which Node would otherwise drop without a word. */
+    connectMethod: answer(405, envelope(RET_CODES.methodNotAllowed, 'Method Not Allowed')),
+    healthMethod: answer(405, envelope(RET_CODES.methodNotAllowed, 'Method Not Allowed: /healthz accepts GET and HEAD'), { allow: 'GET, HEAD' }),
+    tooLarge: answer(413, envelope(RET_CODES.payloadTooLarge, `Payload Too Large: limit is ${bodyLimitBytes} bytes`)),
+    badRequest: answer(400, envelope(RET_CODES.badRequest, 'Bad Request')),
+    requestTimeout: answer(408, envelope(RET_CODES.requestTimeout, 'Request Timeout')),
+    headersTooLarge: answer(431, envelope(RET_CODES.headersTooLarge, 'Request Header Fields Too Large')),
+    internal: answer(500, envelope(RET_CODES.internal, 'Internal Server Error')),
+    unavailable: answer(503, envelope(RET_CODES.unavailable, 'Service Unavailable: notification not stored, retry later'), { 'retry-after': '5' }),
+  } satisfies Record<string, Answer | Record<string, Answer>>;
+}
+
+export type PublicAnswers = ReturnType<typeof publicAnswers>;
