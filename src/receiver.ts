@@ -1,10 +1,11 @@
 import type { KeyObject } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Express } from 'express';
 import type { Redis } from 'ioredis';
 import type { Config } from './config/schema';
 import { createApp } from './http/app';
+import { createPublicServer } from './http/public-server';
 import type { Logger } from './logging/logger';
 import { createMasker } from './logging/mask';
 import type { Metrics } from './monitoring/metrics';
@@ -68,13 +69,17 @@ export async function startReceiver(deps: ReceiverDeps): Promise<RunningReceiver
   const connection = createProducerConnection(config.redisUrl, config.enqueueTimeoutMs);
   connection.on('error', (err) => logger.warn('redis connection error', { role: 'receiver', error: err.message }));
   const { app, ingest } = buildReceiverApp({ ...deps, connection });
-  const server = createServer(
-    {
-      requestTimeout: config.http.requestTimeoutMs,
-      headersTimeout: config.http.headersTimeoutMs,
-      keepAliveTimeout: config.http.keepAliveTimeoutMs,
-    },
+  const server = createPublicServer(
     app,
+    {
+      requestTimeoutMs: config.http.requestTimeoutMs,
+      headersTimeoutMs: config.http.headersTimeoutMs,
+      keepAliveTimeoutMs: config.http.keepAliveTimeoutMs,
+      maxConnections: config.maxConnections,
+      bodyLimitBytes: config.bodyLimitBytes,
+    },
+    logger,
+    deps.metrics,
   );
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

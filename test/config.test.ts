@@ -30,7 +30,8 @@ describe('loadConfig', () => {
       callbackBasePath: '',
       enqueueTimeoutMs: 3000,
       dedupWindowMs: 7 * 24 * 3600 * 1000,
-      bodyLimitBytes: 1048576,
+      bodyLimitBytes: 262144,
+      maxConnections: 1024,
       logLevel: 'info',
     });
   });

@@ -21,6 +21,7 @@ export const ENV_SETTINGS: Record<string, { path: string[]; parse: Parse }> = {
   ENQUEUE_TIMEOUT_MS: { path: ['enqueueTimeoutMs'], parse: int },
   DEDUP_WINDOW_MS: { path: ['dedupWindowMs'], parse: int },
   BODY_LIMIT_BYTES: { path: ['bodyLimitBytes'], parse: int },
+  MAX_CONNECTIONS: { path: ['maxConnections'], parse: int },
   LOG_LEVEL: { path: ['logLevel'], parse: text },
   SHUTDOWN_TIMEOUT_MS: { path: ['shutdownTimeoutMs'], parse: int },
   ROLE: { path: ['role'], parse: text },

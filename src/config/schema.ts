@@ -28,6 +28,8 @@ export const configSchema = z
     enqueueTimeoutMs: ms.min(1),
     dedupWindowMs: ms,
     bodyLimitBytes: z.number().int().positive(),
+    /** Concurrent connections on the public port; more are closed on arrival. */
+    maxConnections: z.number().int().positive(),
     logLevel: z.enum(['error', 'warn', 'info', 'http', 'verbose', 'debug', 'silly']),
     sensitiveFields: z.array(z.string().min(1)),
     /** Completed jobs are removed after this age or count; failed ones are kept for an operator. */
@@ -68,6 +70,10 @@ export const configSchema = z
     }
     if (c.signatureSchemes.includes('legacy') && !c.merchantId) {
       ctx.addIssue({ code: 'custom', path: ['merchantId'], message: 'MERCHANT_ID is required when the legacy scheme is enabled' });
+    }
+    // Node refuses to start a server whose header timeout outlasts its request timeout.
+    if (c.http.headersTimeoutMs > c.http.requestTimeoutMs) {
+      ctx.addIssue({ code: 'custom', path: ['http', 'headersTimeoutMs'], message: 'must not exceed http.requestTimeoutMs' });
     }
     // A replay is recognised by the de-duplication key, so it must outlive the timestamp window twice over.
     if (c.dedupWindowMs < 2 * c.timestampToleranceMs) {

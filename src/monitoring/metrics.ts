@@ -59,12 +59,24 @@ export function createMetrics(registry = new Registry(), withDefaults = true) {
     labelNames: ['event_type'] as const,
     registers: [registry],
   });
+  const portRefusals = new Counter({
+    name: 'webhook_public_port_refusals_total',
+    help: 'Connections and requests refused by the public port before any route saw them (malformed, timed out, over the connection cap)',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  });
+  const clientAborts = new Counter({
+    name: 'webhook_client_aborts_total',
+    help: 'Connections the client reset or closed mid-request, by phase (request: before or between requests; body: while its body was read; response: while its answer was prepared)',
+    labelNames: ['phase'] as const,
+    registers: [registry],
+  });
   // Zero-initialise the accepted series so dashboards show every event type from the start.
   for (const type of EVENT_TYPES) {
     notifications.labels(type, 'accepted', '').inc(0);
     enqueueFailures.labels(type).inc(0);
   }
-  return { registry, notifications, ackLatency, enqueueFailures, deliveries, deliveryLatency, deadLetters, unrouted, fanoutFailures };
+  return { registry, notifications, portRefusals, clientAborts, ackLatency, enqueueFailures, deliveries, deliveryLatency, deadLetters, unrouted, fanoutFailures };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;
