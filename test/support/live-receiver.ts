@@ -1,0 +1,27 @@
+import type { Config } from '../../src/config/schema';
+import { loadPlatformKeys } from '../../src/config/keys';
+import { createLogger } from '../../src/logging/logger';
+import { createMetrics, type Metrics } from '../../src/monitoring/metrics';
+import { startReceiver, type RunningReceiver } from '../../src/receiver';
+import { LogCapture, testConfig } from './harness';
+
+export interface LiveReceiver {
+  receiver: RunningReceiver;
+  config: Config;
+  port: number;
+  logs: LogCapture;
+  metrics: Metrics;
+  close(): Promise<void>;
+}
+
+/**
+ * The real receiver listening on a free port of 127.0.0.1, on the tests' Redis and a fresh queue
+ * prefix; `adjust` changes the loaded configuration (e.g. small server timeouts) before it starts.
+ */
+export async function startLiveReceiver(env: Record<string, string>, adjust: (c: Config) => Config = (c) => c): Promise<LiveReceiver> {
+  const config = adjust(testConfig({ PORT: '0', HOST: '127.0.0.1', ...env }));
+  const logs = new LogCapture();
+  const metrics = createMetrics(undefined, false);
+  const receiver = await startReceiver({ config, keys: loadPlatformKeys(config.platformPublicKeys), logger: createLogger(config.logLevel, logs.stream), metrics });
+  return { receiver, config, port: receiver.port, logs, metrics, close: () => receiver.close() };
+}
