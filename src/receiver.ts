@@ -6,6 +6,7 @@ import type { Redis } from 'ioredis';
 import type { Config } from './config/schema';
 import { createApp } from './http/app';
 import { createPublicServer } from './http/public-server';
+import { createSourceAllowlist } from './http/source-allowlist';
 import type { Logger } from './logging/logger';
 import { createMasker } from './logging/mask';
 import type { Metrics } from './monitoring/metrics';
@@ -59,6 +60,8 @@ export function buildReceiverApp({ config, keys, logger, metrics, clock = Date.n
     mask: createMasker(config.sensitiveFields),
     basePath: config.callbackBasePath,
     bodyLimitBytes: config.bodyLimitBytes,
+    sourceAllowed: config.platformSourceCidrs.length > 0 ? createSourceAllowlist(config.platformSourceCidrs) : undefined,
+    trustProxy: config.trustProxy,
   });
   return { app, ingest };
 }
@@ -86,7 +89,14 @@ export async function startReceiver(deps: ReceiverDeps): Promise<RunningReceiver
     server.listen(config.port, config.host, () => resolve());
   });
   const port = (server.address() as AddressInfo).port;
-  logger.info('receiver listening', { port, basePath: config.callbackBasePath || '/', keys: deps.keys.length, schemes: config.signatureSchemes });
+  logger.info('receiver listening', {
+    port,
+    basePath: config.callbackBasePath || '/',
+    keys: deps.keys.length,
+    schemes: config.signatureSchemes,
+    sourceAllowlist: config.platformSourceCidrs.length > 0 ? config.platformSourceCidrs : 'off',
+    ...(config.trustProxy !== undefined ? { trustProxy: config.trustProxy } : {}),
+  });
 
   return {
     server,

@@ -64,6 +64,16 @@ describe('every answer of the public port carries the envelope and the security 
     expectEnvelopeAndSecurityHeaders(res, 401, RET_CODES.signature);
   });
 
+  it('403: a notification from outside PLATFORM_SOURCE_CIDRS', async () => {
+    const pinned = await startLiveReceiver({ ...keyEnv, PLATFORM_SOURCE_CIDRS: '203.0.113.0/24' });
+    try {
+      const res = await only(pinned.port, signedRequest());
+      expectEnvelopeAndSecurityHeaders(res, 403, RET_CODES.forbidden);
+    } finally {
+      await pinned.close();
+    }
+  });
+
   it('404: an unknown path', async () => {
     const res = await only(live.port, rawRequest('POST', '/api/v2/merch/nothing/notify', [['Host', 'x'], ['Content-Length', '2'], ['Connection', 'close']], Buffer.from('{}')));
     expectEnvelopeAndSecurityHeaders(res, 404, RET_CODES.notFound);

@@ -4,6 +4,7 @@ const text: Parse = (raw) => raw;
 const int: Parse = (raw) => (/^-?\d+$/.test(raw.trim()) ? Number(raw) : raw);
 const bool: Parse = (raw) => (raw === 'true' || raw === '1' ? true : raw === 'false' || raw === '0' ? false : raw);
 const list: Parse = (raw) => raw.split(',').map((s) => s.trim()).filter(Boolean);
+const intOrList: Parse = (raw) => (/^\d+$/.test(raw.trim()) ? Number(raw) : list(raw));
 
 /** Environment variables that override the configuration, and the setting each one sets. */
 export const ENV_SETTINGS: Record<string, { path: string[]; parse: Parse }> = {
@@ -22,6 +23,8 @@ export const ENV_SETTINGS: Record<string, { path: string[]; parse: Parse }> = {
   DEDUP_WINDOW_MS: { path: ['dedupWindowMs'], parse: int },
   BODY_LIMIT_BYTES: { path: ['bodyLimitBytes'], parse: int },
   MAX_CONNECTIONS: { path: ['maxConnections'], parse: int },
+  PLATFORM_SOURCE_CIDRS: { path: ['platformSourceCidrs'], parse: list },
+  TRUST_PROXY: { path: ['trustProxy'], parse: intOrList },
   LOG_LEVEL: { path: ['logLevel'], parse: text },
   SHUTDOWN_TIMEOUT_MS: { path: ['shutdownTimeoutMs'], parse: int },
   ROLE: { path: ['role'], parse: text },

@@ -1,7 +1,11 @@
 import { z } from 'zod';
 import { targetSchema } from '../forwarding/target-schema';
+import { parseSubnet } from '../http/source-allowlist';
 
 const ms = z.number().int().nonnegative();
+const subnet = z.string().refine((s) => parseSubnet(s) !== undefined, 'must be an IPv4 or IPv6 address or CIDR, like 203.0.113.0/24 or 2001:db8::/32');
+/** proxy-addr's names for ranges, as Express's `trust proxy` takes them. */
+const PROXY_RANGE_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
 
 /** Every setting of the service; defaults live in config/default.yaml. */
 export const configSchema = z
@@ -30,6 +34,19 @@ export const configSchema = z
     bodyLimitBytes: z.number().int().positive(),
     /** Concurrent connections on the public port; more are closed on arrival. */
     maxConnections: z.number().int().positive(),
+    /** When not empty, notify requests from other addresses are refused 403. */
+    platformSourceCidrs: z.array(subnet),
+    /**
+     * Express's `trust proxy`, for the source allowlist behind a load balancer: a hop count, or the
+     * proxies' addresses/CIDRs (or loopback, linklocal, uniquelocal). `true` (trust any sender's
+     * X-Forwarded-For) is deliberately not accepted: it would let anyone choose their address.
+     */
+    trustProxy: z
+      .union([
+        z.number().int().min(0),
+        z.array(z.string().refine((s) => PROXY_RANGE_NAMES.includes(s) || parseSubnet(s) !== undefined, `must be an address, a CIDR, or one of ${PROXY_RANGE_NAMES.join(', ')}`)),
+      ])
+      .optional(),
     logLevel: z.enum(['error', 'warn', 'info', 'http', 'verbose', 'debug', 'silly']),
     sensitiveFields: z.array(z.string().min(1)),
     /** Completed jobs are removed after this age or count; failed ones are kept for an operator. */

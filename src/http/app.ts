@@ -13,6 +13,10 @@ export interface AppDeps extends ReceiveDeps {
   basePath: string;
   /** @defaultValue 262144 (256 KiB) */
   bodyLimitBytes: number;
+  /** Notify requests from addresses it refuses get 403. @defaultValue undefined (any address) */
+  sourceAllowed?: (address: string | undefined) => boolean;
+  /** Express's `trust proxy`: whose X-Forwarded-For decides `req.ip`. @defaultValue undefined (none) */
+  trustProxy?: number | string[];
 }
 
 /**
@@ -25,7 +29,8 @@ export function createApp(deps: AppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-  app.use(notifyMiddleware(deps, { basePath: deps.basePath, bodyLimitBytes: deps.bodyLimitBytes, answers }));
+  if (deps.trustProxy !== undefined) app.set('trust proxy', deps.trustProxy);
+  app.use(notifyMiddleware(deps, { basePath: deps.basePath, bodyLimitBytes: deps.bodyLimitBytes, answers, sourceAllowed: deps.sourceAllowed }));
   app.use(liveness(answers));
   app.use(notFound(answers));
   app.use(errorHandler(deps.logger, answers));

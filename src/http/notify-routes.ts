@@ -9,6 +9,8 @@ export interface NotifyOptions {
   basePath: string;
   bodyLimitBytes: number;
   answers: PublicAnswers;
+  /** When set, only requests whose address (`req.ip`, so after `trust proxy`) it allows reach verification. */
+  sourceAllowed?: (address: string | undefined) => boolean;
 }
 
 /**
@@ -16,12 +18,13 @@ export interface NotifyOptions {
  * on the path, no per-path router layers, no body parser (the signature is over the raw bytes), and
  * prepared answers (helmet's headers included) written in one go.
  */
-export function notifyMiddleware(deps: ReceiveDeps, { basePath, bodyLimitBytes, answers }: NotifyOptions) {
+export function notifyMiddleware(deps: ReceiveDeps, { basePath, bodyLimitBytes, answers, sourceAllowed }: NotifyOptions) {
   const routes = new Map<string, EventDefinition>(EVENT_TABLE.map((e) => [basePath + e.path, e]));
 
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     const definition = routes.get(req.path);
     if (!definition) return next();
+    if (sourceAllowed !== undefined && !sourceAllowed(req.ip)) return refuseSource(deps, req, res, definition, answers);
     if (req.method !== 'POST') return send(res, answers.notifyMethod, bodyLeftUnread(req));
     try {
       const startedAt = Date.now();
@@ -37,4 +40,10 @@ export function notifyMiddleware(deps: ReceiveDeps, { basePath, bodyLimitBytes, 
       next(err);
     }
   };
+}
+
+function refuseSource(deps: ReceiveDeps, req: Request, res: Response, definition: EventDefinition, answers: PublicAnswers): void {
+  deps.metrics.notifications.labels(definition.type, 'rejected', 'source_not_allowed').inc();
+  deps.logger.warn('notification refused: source address not allowed', { eventType: definition.type, outcome: 'rejected', reason: 'source_not_allowed', source: req.ip, path: req.path });
+  send(res, answers.forbidden, bodyLeftUnread(req));
 }
