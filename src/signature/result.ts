@@ -4,6 +4,7 @@ export type RejectionReason =
   | 'malformed_header'
   | 'timestamp_outside_window'
   | 'missing_signature'
+  | 'malformed_signature'
   | 'bad_signature'
   | 'signature_reused';
 
@@ -14,6 +15,7 @@ export const REJECTION_CLASS: Record<RejectionReason, RejectionClass> = {
   malformed_header: 'header',
   timestamp_outside_window: 'timestamp',
   missing_signature: 'signature',
+  malformed_signature: 'signature',
   bad_signature: 'signature',
   signature_reused: 'signature',
 };
@@ -25,7 +27,11 @@ export interface Verified {
   scheme: SignatureScheme;
   /** The signed timestamp, in milliseconds. */
   timestamp: number;
-  /** What identifies this exact request for replay detection: the nonce, or the legacy signature. */
+  /**
+   * What identifies this exact request for replay detection: the nonce (current scheme), or
+   * `sig:<sha256 hex of the decoded signature bytes>` (legacy), so no re-encoding of one signature
+   * yields a second key, and no unsigned header takes part in it.
+   */
   replayKey: string;
   /** The platform's signature headers as received, kept for pass-through forwarding. */
   signatureHeaders: Record<string, string>;

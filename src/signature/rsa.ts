@@ -1,20 +1,9 @@
 import { verify, type KeyObject } from 'node:crypto';
 
-const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
-
 /**
- * Decodes a signature header as the spec writes it (URL-encoded Base64) and checks it against each
- * key in turn, so several platform keys can be live during a rotation. Plain Base64 also works:
- * URL-decoding leaves it unchanged.
+ * Checks decoded signature bytes against each key in turn (several platform keys can be live during a
+ * rotation): at most one RSA verification per configured key.
  */
-export function verifyRsaSha256(data: Buffer, signatureHeader: string, keys: readonly KeyObject[]): boolean {
-  let base64: string;
-  try {
-    base64 = decodeURIComponent(signatureHeader);
-  } catch {
-    return false;
-  }
-  if (!BASE64.test(base64)) return false;
-  const signature = Buffer.from(base64, 'base64');
+export function verifyRsaSha256(data: Buffer, signature: Buffer, keys: readonly KeyObject[]): boolean {
   return keys.some((key) => verify('sha256', data, key, signature));
 }

@@ -1,6 +1,7 @@
-import { headerValue } from './headers';
+import { decodeSignatureHeader } from './base64';
+import { headerValue, type HeaderBag } from './headers';
 import type { SignedRequest, VerifierOptions } from './options';
-import { reject, type VerifyResult } from './result';
+import { reject, type Rejected, type VerifyResult } from './result';
 import { verifyRsaSha256 } from './rsa';
 
 export const SIGN_ALG = 'SHA256_WITH_RSA';
@@ -16,13 +17,27 @@ export function currentStringToSign(method: string, target: string, timestamp: s
   return Buffer.concat([Buffer.from(`${method}\n${target}\n${timestamp}\n${nonce}\n`, 'utf8'), body, LF]);
 }
 
-export function verifyCurrent(req: SignedRequest, opts: VerifierOptions): VerifyResult {
+/** The current scheme's headers once they passed every check that needs no body. */
+export interface CurrentHeaders {
+  timestamp: string;
+  timestampMs: number;
+  nonce: string;
+  signature: Buffer;
+  signatureHeaders: Record<string, string>;
+}
+
+/**
+ * Everything about a current-scheme request that can be judged without its body: presence, format,
+ * the canonical signature encoding and the timestamp window. The precheck and the full verifier both
+ * run this, so they refuse the same headers with the same reason and detail.
+ */
+export function checkCurrentHeaders(headers: HeaderBag, nowMs: number, opts: VerifierOptions): CurrentHeaders | Rejected {
   const name = (suffix: string) => `${opts.headerPrefix}-${suffix}`;
-  const timestamp = headerValue(req.headers, name('timestamp'));
-  const nonce = headerValue(req.headers, name('nonce'));
-  const sign = headerValue(req.headers, name('sign'));
-  const appId = headerValue(req.headers, name('appid'));
-  const signAlg = headerValue(req.headers, name('sign-alg'));
+  const timestamp = headerValue(headers, name('timestamp'));
+  const nonce = headerValue(headers, name('nonce'));
+  const sign = headerValue(headers, name('sign'));
+  const appId = headerValue(headers, name('appid'));
+  const signAlg = headerValue(headers, name('sign-alg'));
 
   if (timestamp === undefined) return reject('missing_header', `${name('timestamp')} is missing`);
   if (!TIMESTAMP.test(timestamp)) return reject('malformed_header', `${name('timestamp')} must be 1 to 13 digits (milliseconds)`);
@@ -30,6 +45,8 @@ export function verifyCurrent(req: SignedRequest, opts: VerifierOptions): Verify
   if (nonce.length < 10 || nonce.length > 100) return reject('malformed_header', `${name('nonce')} must be 10 to 100 characters`);
   if (sign === undefined || sign === '') return reject('missing_signature', `${name('sign')} is missing`);
   if (sign.length > 500) return reject('malformed_header', `${name('sign')} must be at most 500 characters`);
+  const signature = decodeSignatureHeader(sign);
+  if (!signature) return reject('malformed_signature', `${name('sign')} is not canonical (URL-encoded) Base64`);
   if (signAlg !== undefined && signAlg !== SIGN_ALG) return reject('malformed_header', `${name('sign-alg')} must be ${SIGN_ALG}`);
   if (appId !== undefined) {
     if (appId.length < 1 || appId.length > 64) return reject('malformed_header', `${name('appid')} must be 1 to 64 characters`);
@@ -37,19 +54,21 @@ export function verifyCurrent(req: SignedRequest, opts: VerifierOptions): Verify
   }
 
   const timestampMs = Number(timestamp);
-  if (Math.abs(req.nowMs - timestampMs) > opts.toleranceMs) {
+  if (Math.abs(nowMs - timestampMs) > opts.toleranceMs) {
     return reject('timestamp_outside_window', `${name('timestamp')} is outside the allowed window`);
   }
 
-  const data = currentStringToSign(req.method, req.target, timestamp, nonce, req.body);
-  if (!verifyRsaSha256(data, sign, opts.keys)) return reject('bad_signature', 'signature does not verify');
-
-  const signatureHeaders: Record<string, string> = {
-    [name('timestamp')]: timestamp,
-    [name('nonce')]: nonce,
-    [name('sign')]: sign,
-  };
+  const signatureHeaders: Record<string, string> = { [name('timestamp')]: timestamp, [name('nonce')]: nonce, [name('sign')]: sign };
   if (appId !== undefined) signatureHeaders[name('appid')] = appId;
   if (signAlg !== undefined) signatureHeaders[name('sign-alg')] = signAlg;
-  return { ok: true, scheme: 'current', timestamp: timestampMs, replayKey: nonce, signatureHeaders };
+  return { timestamp, timestampMs, nonce, signature, signatureHeaders };
+}
+
+export function verifyCurrent(req: SignedRequest, opts: VerifierOptions): VerifyResult {
+  const checked = checkCurrentHeaders(req.headers, req.nowMs, opts);
+  if ('ok' in checked) return checked;
+  const data = currentStringToSign(req.method, req.target, checked.timestamp, checked.nonce, req.body);
+  if (!verifyRsaSha256(data, checked.signature, opts.keys)) return reject('bad_signature', 'signature does not verify');
+  // The nonce is signed and unique per notification: it alone decides replay (issue 8).
+  return { ok: true, scheme: 'current', timestamp: checked.timestampMs, replayKey: checked.nonce, signatureHeaders: checked.signatureHeaders };
 }

@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto';
-import { headerValue } from './headers';
+import { decodeSignatureHeader } from './base64';
+import { findBodyTimestamp } from './body-timestamp';
+import { headerValue, type HeaderBag } from './headers';
 import type { SignedRequest, VerifierOptions } from './options';
-import { reject, type VerifyResult } from './result';
+import { reject, type Rejected, type VerifyResult } from './result';
 import { verifyRsaSha256 } from './rsa';
 
 export const LEGACY_HEADERS = { signature: 'signature', type: 'type', version: 'version' } as const;
@@ -11,47 +13,66 @@ export function legacyStringToSign(merchantId: string, timestamp: number, body: 
   return Buffer.concat([Buffer.from(`merchantId=${merchantId}&timestamp=${timestamp}&requestBody=`, 'utf8'), body]);
 }
 
-/**
- * The v1.2 timestamp lives in the body, so this is the one place that reads the body before the
- * signature is checked; only the `timestamp` field is taken, and nothing else is trusted yet.
- */
-function bodyTimestamp(body: Buffer): number | undefined {
-  try {
-    const parsed: unknown = JSON.parse(body.toString('utf8'));
-    if (typeof parsed !== 'object' || parsed === null) return undefined;
-    const ts = (parsed as { timestamp?: unknown }).timestamp;
-    return typeof ts === 'number' && Number.isSafeInteger(ts) && ts >= 0 ? ts : undefined;
-  } catch {
-    return undefined;
-  }
+/** v1.2 has no nonce: the signature bytes identify the request, whatever their spelling. */
+export function legacyReplayKey(signature: Buffer): string {
+  return `sig:${createHash('sha256').update(signature).digest('hex')}`;
 }
 
-export function verifyLegacy(req: SignedRequest, opts: VerifierOptions): VerifyResult {
-  const signature = headerValue(req.headers, LEGACY_HEADERS.signature);
-  const type = headerValue(req.headers, LEGACY_HEADERS.type);
-  const version = headerValue(req.headers, LEGACY_HEADERS.version);
-  if (signature === undefined || signature === '') return reject('missing_signature', 'signature is missing');
-  if (signature.length > 500) return reject('malformed_header', 'signature must be at most 500 characters');
+export interface LegacyHeaders {
+  merchantId: string;
+  signature: Buffer;
+  signatureHeaders: Record<string, string>;
+}
+
+/**
+ * Everything about a v1.2 request that can be judged without its body (its timestamp lives in the
+ * body). The precheck and the full verifier both run this, so their refusals agree.
+ */
+export function checkLegacyHeaders(headers: HeaderBag, opts: VerifierOptions): LegacyHeaders | Rejected {
+  const sign = headerValue(headers, LEGACY_HEADERS.signature);
+  const type = headerValue(headers, LEGACY_HEADERS.type);
+  const version = headerValue(headers, LEGACY_HEADERS.version);
+  if (sign === undefined || sign === '') return reject('missing_signature', 'signature is missing');
+  if (sign.length > 500) return reject('malformed_header', 'signature must be at most 500 characters');
+  const signature = decodeSignatureHeader(sign);
+  if (!signature) return reject('malformed_signature', 'signature is not canonical (URL-encoded) Base64');
   if (type !== 'RSA256') return reject(type === undefined ? 'missing_header' : 'malformed_header', 'type must be RSA256');
   if (version !== 'v1.2') return reject(version === undefined ? 'missing_header' : 'malformed_header', 'version must be v1.2');
   if (opts.merchantId === undefined) return reject('bad_signature', 'legacy scheme needs MERCHANT_ID');
+  return { merchantId: opts.merchantId, signature, signatureHeaders: { signature: sign, type, version } };
+}
 
-  const timestamp = bodyTimestamp(req.body);
-  if (timestamp === undefined) return reject('malformed_header', 'body timestamp (integer milliseconds) is missing');
-  if (Math.abs(req.nowMs - timestamp) > opts.toleranceMs) {
+/**
+ * The body's timestamp is found by a scan, not a parse, and only that one candidate is verified: the
+ * signature covers the body, so a candidate that verifies is the one the platform signed. The receive
+ * path confirms it against the parsed body afterwards (`timestampMismatch`).
+ */
+export function verifyLegacy(req: SignedRequest, opts: VerifierOptions): VerifyResult {
+  const checked = checkLegacyHeaders(req.headers, opts);
+  if ('ok' in checked) return checked;
+  const found = findBodyTimestamp(req.body);
+  if (!found.found) return reject('malformed_header', found.problem);
+  if (Math.abs(req.nowMs - found.timestamp) > opts.toleranceMs) {
     return reject('timestamp_outside_window', 'body timestamp is outside the allowed window');
   }
-
-  if (!verifyRsaSha256(legacyStringToSign(opts.merchantId, timestamp, req.body), signature, opts.keys)) {
+  if (!verifyRsaSha256(legacyStringToSign(checked.merchantId, found.timestamp, req.body), checked.signature, opts.keys)) {
     return reject('bad_signature', 'signature does not verify');
   }
-  // v1.2 has no nonce: the signature itself identifies the request for replay detection.
-  const replayKey = `sig:${createHash('sha256').update(signature).digest('hex')}`;
   return {
     ok: true,
     scheme: 'legacy',
-    timestamp,
-    replayKey,
-    signatureHeaders: { signature, type, version },
+    timestamp: found.timestamp,
+    replayKey: legacyReplayKey(checked.signature),
+    signatureHeaders: checked.signatureHeaders,
   };
+}
+
+/**
+ * After verification, the parsed body must carry the same top-level timestamp the scan found;
+ * otherwise the body spells its keys in a way the scan does not read (an escaped or repeated key).
+ * Returns the problem, or `undefined` when they agree.
+ */
+export function legacyTimestampMismatch(json: unknown, verifiedTimestamp: number): string | undefined {
+  const parsed = typeof json === 'object' && json !== null ? (json as { timestamp?: unknown }).timestamp : undefined;
+  return parsed === verifiedTimestamp ? undefined : 'timestamp: differs from the timestamp the signature was verified with';
 }
