@@ -2,8 +2,12 @@ import type { EventDefinition } from '../events/table';
 
 export type ParsedPayload = { ok: true; payload: unknown } | { ok: false; errors: string[] };
 
-/** JSON-parses a verified body and checks it against its event's schema. */
-export function parsePayload(definition: EventDefinition, text: string): ParsedPayload {
+/**
+ * JSON-parses a verified body and checks it against its event's schema. `confirm` checks the parsed
+ * JSON against what verification relied on (the legacy body timestamp) and returns a problem or
+ * `undefined`.
+ */
+export function parsePayload(definition: EventDefinition, text: string, confirm?: (json: unknown) => string | undefined): ParsedPayload {
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -12,6 +16,8 @@ export function parsePayload(definition: EventDefinition, text: string): ParsedP
     const position = /position (\d+)/.exec((err as Error).message)?.[1];
     return { ok: false, errors: [`body is not JSON${position ? ` (at position ${position})` : ''}`] };
   }
+  const mismatch = confirm?.(json);
+  if (mismatch !== undefined) return { ok: false, errors: [mismatch] };
   const result = definition.schema.safeParse(json);
   if (result.success) return { ok: true, payload: result.data };
   return { ok: false, errors: result.error.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`) };

@@ -7,6 +7,7 @@ import { eventIdFor } from '../queue/ids';
 import type { Ingest } from '../queue/ingest';
 import type { EventJob } from '../queue/job';
 import type { Verifier } from '../signature/verify';
+import { legacyTimestampMismatch } from '../signature/verify-legacy';
 import { REJECTION_CLASS, type RejectionClass, type RejectionReason } from '../signature/result';
 import { parsePayload } from './parse-payload';
 
@@ -69,7 +70,11 @@ export async function receiveNotification(deps: ReceiveDeps, n: IncomingNotifica
     ...(typeof n.headers['content-type'] === 'string' ? { contentType: n.headers['content-type'] } : {}),
     signatureHeaders: verified.signatureHeaders,
   };
-  const parsed = utf8 ? parsePayload(n.definition, text) : { ok: false as const, errors: ['body is not valid UTF-8'] };
+  // A legacy body whose parsed timestamp differs from the scanned one that verified is genuine (the
+  // platform signed it) but ambiguous: quarantined and acknowledged, like any other verified body that
+  // is not a valid notification, so it is kept for an operator, never forwarded, and not retried forever.
+  const confirm = verified.scheme === 'legacy' ? (json: unknown) => legacyTimestampMismatch(json, verified.timestamp) : undefined;
+  const parsed = utf8 ? parsePayload(n.definition, text, confirm) : { ok: false as const, errors: ['body is not valid UTF-8'] };
 
   let outcome: NotificationOutcome;
   try {
