@@ -9,7 +9,8 @@ import type { TargetControl } from '../operations/targets';
 import type { ServiceQueues } from '../queue/open-queues';
 import { hasCredentials, requireAdmin, type AdminCredentials } from './auth';
 import { dashboardRouter, DASHBOARD_PATH } from './dashboard';
-import { audit } from './audit';
+import { dashboardJobData } from './dashboard-masking';
+import { dashboardWrites } from './dashboard-writes';
 import { readiness } from './health';
 import { sameOriginWrites } from './same-origin';
 import { deadLetterRoutes } from './routes/dead-letters';
@@ -50,13 +51,14 @@ export function createAdminApp(deps: AdminDeps): Express {
     res.send(await deps.registry.metrics());
   });
   // Bull Board's page uses inline scripts and styles, so it gets a looser CSP than the JSON API.
+  const showJobData = dashboardJobData(deps.mask);
   app.use(
     DASHBOARD_PATH,
     guard,
     sameOriginWrites,
     helmet({ contentSecurityPolicy: false }),
-    auditDashboardActions(deps.logger),
-    dashboardRouter(deps.queues.all.values(), deps.readOnlyDashboard),
+    dashboardWrites({ readOnly: deps.readOnlyDashboard, logger: deps.logger, showJobData }),
+    dashboardRouter(deps.queues.all.values(), { readOnly: deps.readOnlyDashboard, showJobData, mask: deps.mask }),
   );
 
   const api = express.Router();
@@ -77,14 +79,6 @@ export function createAdminApp(deps: AdminDeps): Express {
     res.status(status).json({ error: status === 500 ? 'internal' : 'bad_request', message: status === 500 ? 'internal error' : err.message });
   });
   return app;
-}
-
-/** The dashboard's own actions (retry, clean, remove, pause) get audit lines like the API's. */
-function auditDashboardActions(logger: Logger) {
-  return (req: Request, _res: Response, next: NextFunction): void => {
-    if (req.method !== 'GET') audit(logger, req, `dashboard.${req.method.toLowerCase()}`, { items: [req.path] });
-    next();
-  };
 }
 
 function refuseUnconfigured(logger: Logger) {

@@ -1,14 +1,9 @@
 import type { Request } from 'express';
+import { writeAudit } from '../logging/audit';
 import type { Logger } from '../logging/logger';
+import { principalOf } from './auth';
 
-/** One line per admin action: what, which items, when, from where, and by whom. */
+/** An admin-port action's audit line: the authenticated principal and the caller's address. */
 export function audit(logger: Logger, req: Request, action: string, details: Record<string, unknown>): void {
-  logger.info('admin action', {
-    audit: true,
-    action,
-    ...details,
-    at: new Date().toISOString(),
-    from: req.socket.remoteAddress,
-    by: req.headers.authorization?.startsWith('Basic ') ? 'basic-auth user' : 'bearer token',
-  });
+  writeAudit(logger, { principal: principalOf(req), from: req.socket.remoteAddress }, action, details);
 }

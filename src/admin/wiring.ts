@@ -29,6 +29,9 @@ export function wireAdmin(config: Config, redis: Redis, registry: Registry, logg
   if (redis.status === 'ready') void checkDurability();
   else redis.once('ready', () => void checkDurability());
 
+  if (!config.adminReadOnlyDashboard) {
+    logger.warn('admin dashboard writes are ON (ADMIN_READ_ONLY_DASHBOARD=false): whoever holds the admin credential can add, retry, clean and remove jobs from the dashboard; every write is audited');
+  }
   const app = createAdminApp({
     credentials: { token: config.adminToken, user: config.adminUser, password: config.adminPassword },
     redis,
