@@ -49,12 +49,16 @@ describe('admin authentication', () => {
     const h = buildHarness({ PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64, ADMIN_USER: 'ops', ADMIN_PASSWORD: 'correct horse battery' });
     const { wireAdmin } = await import('../src/admin/wiring');
     const { createLogger } = await import('../src/logging/logger');
-    const admin = wireAdmin(h.config, h.redis, h.metrics.registry, createLogger('error'));
+    const { LogCapture } = await import('./support/harness');
+    const logs = new LogCapture();
+    const admin = wireAdmin(h.config, h.redis, h.metrics.registry, createLogger('info', logs.stream));
     const denied = await request(admin.app).get('/admin/api/queues');
     expect(denied.status).toBe(401);
     expect(denied.headers['www-authenticate']).toMatch(/^Basic/);
     await request(admin.app).get('/admin/api/queues').auth('ops', 'correct horse battery').expect(200);
     await request(admin.app).get('/admin/api/queues').auth('ops', 'wrong').expect(401);
+    await request(admin.app).post('/admin/api/dead-letters/replay').auth('ops', 'correct horse battery').send({ all: true }).expect(200);
+    expect(logs.find((l) => l.action === 'dead-letters.replay')).toMatchObject({ audit: true, principal: 'basic:ops', replayed: 0, filter: { all: true } });
     await admin.queues.close();
     await h.close();
   });
@@ -112,7 +116,7 @@ describe('admin API', () => {
     expect(fixed.body.results[0]).toEqual({ id: item.id, outcome: 'queued', eventId: item.eventId });
     await erp.waitFor(() => erp.requests.some((r) => r.headers['webhook-id'] === item.eventId));
     expect((await request(f.admin).get('/admin/api/quarantine').set(bearer)).body.quarantined).toHaveLength(0);
-    expect(f.adminLogs.find((l) => l.action === 'quarantine.replay' && l.corrected === true)).toMatchObject({ items: [item.id], outcomes: ['queued'] });
+    expect(f.adminLogs.find((l) => l.action === 'quarantine.replay' && l.corrected === true)).toMatchObject({ principal: 'token', items: [item.id], eventIds: [item.eventId], outcomes: ['queued'] });
   });
 
   it('pauses a target so its deliveries wait, and resumes it', async () => {
@@ -126,7 +130,8 @@ describe('admin API', () => {
 
     await request(f.admin).post('/admin/api/targets/erp/resume').set(bearer).expect(200);
     await erp.waitFor(() => erp.requests.length === before + 1);
-    expect(f.adminLogs.find((l) => l.action === 'target.pause')).toMatchObject({ items: ['erp'], from: expect.any(String) });
+    expect(f.adminLogs.find((l) => l.action === 'target.pause')).toMatchObject({ principal: 'token', target: 'erp', from: expect.any(String) });
+    expect(f.adminLogs.find((l) => l.action === 'target.resume')).toMatchObject({ principal: 'token', target: 'erp' });
     await request(f.admin).post('/admin/api/targets/nope/pause').set(bearer).expect(404);
   });
 });

@@ -1,33 +1,47 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
 import { stringify } from 'yaml';
 import { runCli } from '../src/cli/run';
 import { buildForwarding, type ForwardingHarness } from './support/forwarding-harness';
+import { LogCapture } from './support/harness';
 import { FakePlatform } from './support/platform';
 import { TargetServer } from './support/target-server';
 
 const platform = new FakePlatform();
 let f: ForwardingHarness;
 let erp: TargetServer;
+let crm: TargetServer;
 let env: Record<string, string>;
+const auditLog = new LogCapture();
+const principal = `cli:${userInfo().username}`;
 
 beforeAll(async () => {
   erp = await TargetServer.start();
-  f = buildForwarding(platform, [{ name: 'erp', url: erp.url }]);
+  crm = await TargetServer.start((n) => ({ status: n === 0 ? 400 : 200 }));
+  const targets = [
+    { name: 'erp', url: erp.url, events: ['*'] },
+    { name: 'crm', url: crm.url, events: ['payment.result'] },
+  ];
+  f = buildForwarding(platform, targets);
   const file = path.join(mkdtempSync(path.join(tmpdir(), 'cli-')), 'config.yaml');
-  writeFileSync(file, stringify({ targets: [{ name: 'erp', url: erp.url, events: ['*'] }] }));
+  writeFileSync(file, stringify({ targets }));
   env = { CONFIG_FILE: file, REDIS_URL: f.config.redisUrl, QUEUE_PREFIX: f.config.queuePrefix };
 });
 afterAll(async () => {
   await f.close();
   await erp.close();
+  await crm.close();
 });
 
 async function cli(...argv: string[]): Promise<{ code: number; text: string }> {
   const lines: string[] = [];
-  const code = await runCli(argv, { env, out: (l) => lines.push(l) });
+  const code = await runCli(argv, { env, out: (l) => lines.push(l), log: auditLog.stream });
   return { code, text: lines.join('\n') };
+}
+
+function audited(action: string): Record<string, unknown>[] {
+  return auditLog.lines.filter((l) => l.audit === true && l.action === action);
 }
 
 it('queues: prints every queue in a table', async () => {
@@ -71,4 +85,31 @@ it('quarantine and target: list, replay with a corrected body, pause and resume'
 
   expect((await cli('target', 'resume', 'erp')).text).toBe('erp: resumed');
   await erp.waitFor(() => erp.requests.length === before + 1);
+
+  expect(audited('target.pause')).toEqual([expect.objectContaining({ level: 'info', message: 'admin action', principal, from: expect.any(String), target: 'erp', at: expect.any(String) })]);
+  expect(audited('target.resume')).toEqual([expect.objectContaining({ principal, target: 'erp' })]);
+  expect(audited('quarantine.replay')).toEqual([expect.objectContaining({ principal, items: [id], corrected: true, outcomes: ['queued'], eventIds: [expect.stringMatching(/^evt_/)] })]);
+  expect(auditLog.raw.join('\n')).not.toContain('"fixed":1');
+});
+
+it('dlq: lists a dead letter, replays it, and writes the audit line the admin API writes', async () => {
+  await platform.send(f.receiver.app, platform.signed('payment.result', { body: '{"type":"MERCH","data":{"request_id":"CLI-DLQ-1"}}' })).expect(200);
+  await crm.waitFor(() => crm.requests.length === 1 && crm.requests[0]!.answered === 400);
+  const eventId = String(crm.requests[0]!.headers['webhook-id']);
+  let listed = await cli('dlq', 'list', '--target', 'crm');
+  for (let i = 0; i < 50 && !listed.text.includes(eventId); i++) {
+    await new Promise((r) => setTimeout(r, 50));
+    listed = await cli('dlq', 'list', '--target', 'crm');
+  }
+  expect(listed.text).toContain(`crm/${eventId}`);
+
+  const replay = await cli('dlq', 'replay', `crm/${eventId}`, 'crm/evt_nope');
+  expect(replay.text).toContain(`replayed   crm/${eventId}`);
+  await crm.waitFor(() => crm.successes().length === 1);
+  expect(audited('dead-letters.replay')).toEqual([
+    expect.objectContaining({ principal, items: [`crm/${eventId}`], notFound: ['crm/evt_nope'], replayed: 1 }),
+  ]);
+
+  await cli('dlq', 'replay', '--all', '--target', 'crm');
+  expect(audited('dead-letters.replay')[1]).toMatchObject({ principal, items: [], replayed: 0, filter: { all: true, target: 'crm' } });
 });

@@ -5,8 +5,10 @@ import type { Registry } from 'prom-client';
 import type { Logger } from '../logging/logger';
 import type { DeadLetters } from '../operations/dead-letters';
 import type { Quarantine } from '../operations/quarantine';
+import { createRecovery } from '../operations/recovery';
 import type { TargetControl } from '../operations/targets';
 import type { ServiceQueues } from '../queue/open-queues';
+import { createFailureWindow, type FailureWindowOptions } from './auth-failures';
 import { hasCredentials, requireAdmin, type AdminCredentials } from './auth';
 import { dashboardRouter, DASHBOARD_PATH } from './dashboard';
 import { dashboardJobData } from './dashboard-masking';
@@ -31,6 +33,8 @@ export interface AdminDeps {
   mask: (payload: unknown) => unknown;
   readOnlyDashboard: boolean;
   logger: Logger;
+  /** Failed-login throttle. @defaultValue 10 failures per minute per address */
+  loginFailures?: FailureWindowOptions;
 }
 
 /**
@@ -45,7 +49,9 @@ export function createAdminApp(deps: AdminDeps): Express {
   });
   app.get('/readyz', readiness(deps.redis, deps.queues.quarantine));
 
-  const guard = hasCredentials(deps.credentials) ? requireAdmin(deps.credentials) : refuseUnconfigured(deps.logger);
+  const guard = hasCredentials(deps.credentials)
+    ? requireAdmin(deps.credentials, createFailureWindow(deps.loginFailures), deps.logger)
+    : refuseUnconfigured(deps.logger);
   app.get('/metrics', guard, async (_req, res) => {
     res.setHeader('content-type', deps.registry.contentType);
     res.send(await deps.registry.metrics());
@@ -65,9 +71,10 @@ export function createAdminApp(deps: AdminDeps): Express {
   api.use(guard, sameOriginWrites, helmet(), express.json({ limit: '1mb' }));
   api.use('/queues', queueRoutes(deps.queues, deps.targets));
   api.use('/events', eventRoutes(deps.redis, deps.queues, deps.queuePrefix, deps.mask));
-  api.use('/dead-letters', deadLetterRoutes(deps.deadLetters, deps.logger));
-  api.use('/quarantine', quarantineRoutes(deps.quarantine, deps.logger));
-  api.use('/targets', targetRoutes(deps.targets, deps.logger));
+  const recovery = createRecovery({ deadLetters: deps.deadLetters, quarantine: deps.quarantine, targets: deps.targets, logger: deps.logger });
+  api.use('/dead-letters', deadLetterRoutes(deps.deadLetters, recovery));
+  api.use('/quarantine', quarantineRoutes(deps.quarantine, recovery));
+  api.use('/targets', targetRoutes(deps.targets, recovery));
   app.use('/admin/api', api);
 
   app.use((_req, res) => {

@@ -1,5 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
+import type { Logger } from '../logging/logger';
+import type { FailureWindow } from './auth-failures';
 
 export interface AdminCredentials {
   token?: string;
@@ -37,13 +39,36 @@ export function principalOf(req: Request): string {
   return typeof principal === 'string' ? principal : 'unauthenticated';
 }
 
-/** Bearer token (`ADMIN_TOKEN`) for tools, or basic auth (`ADMIN_USER`/`ADMIN_PASSWORD`) for a browser. */
-export function requireAdmin(c: AdminCredentials) {
+/** The scheme a request tried, from a fixed set: the header's text is the caller's, never logged as is. */
+function schemeOf(authorization: string | undefined): string {
+  const scheme = (authorization ?? '').split(' ', 1)[0]!.toLowerCase();
+  return scheme === 'bearer' || scheme === 'basic' ? scheme : 'other';
+}
+
+/**
+ * Bearer token (`ADMIN_TOKEN`) for tools, or basic auth (`ADMIN_USER`/`ADMIN_PASSWORD`) for a browser.
+ * A request that presents a wrong credential is logged (address and scheme, never the credential)
+ * and counted; an address with too many recent failures gets 429 until its window clears. A request
+ * without any credential is a browser's first visit (it answers the 401 challenge), not a failure.
+ */
+export function requireAdmin(c: AdminCredentials, failures: FailureWindow, logger: Logger) {
   return (req: Request, res: Response, next: NextFunction): void => {
-    const principal = authenticate(c, req.headers.authorization);
+    const from = req.socket.remoteAddress ?? 'unknown';
+    const waitMs = failures.blockedFor(from);
+    if (waitMs > 0) {
+      res.setHeader('Retry-After', String(Math.ceil(waitMs / 1000)));
+      return void res.status(429).json({ error: 'too_many_failures', message: 'too many failed admin logins from this address; try again later' });
+    }
+    const authorization = req.headers.authorization;
+    const principal = authenticate(c, authorization);
     if (principal) {
       res.locals[PRINCIPAL] = principal;
       return next();
+    }
+    if (authorization !== undefined) {
+      const blocked = failures.record(from);
+      logger.warn('admin authentication failed', { from, scheme: schemeOf(authorization), method: req.method, path: req.originalUrl.split('?', 1)[0] });
+      if (blocked) logger.warn('admin logins from this address refused for a while: too many failures', { from });
     }
     if (c.user) res.setHeader('WWW-Authenticate', 'Basic realm="webhook-receiver admin", charset="UTF-8"');
     res.status(401).json({ error: 'unauthorized', message: 'admin credentials required (Bearer token or basic auth)' });

@@ -1,5 +1,8 @@
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config/load';
+import { createLogger } from '../logging/logger';
+import { cliActor } from './actor';
+import type { OperatorContext } from './operator-context';
 import { deadLetterCommand } from './commands/dead-letters';
 import { eventCommand, quarantineCommand, queuesCommand, targetCommand } from './commands/operations';
 import { keygen } from './commands/keygen';
@@ -36,6 +39,8 @@ operations (read the service's configuration: CONFIG_FILE, REDIS_URL, QUEUE_PREF
 export interface CliIo {
   env: Record<string, string | undefined>;
   out: (line: string) => void;
+  /** Where audit lines go, in the service's log format. @defaultValue process.stderr (stdout keeps the tables) */
+  log?: NodeJS.WritableStream;
 }
 
 /** Runs one CLI command; returns the exit code. */
@@ -51,15 +56,15 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     case 'trigger':
       return sendCommand(rest, io);
     case 'dlq':
-      return deadLetterCommand(operatorConfig(io), rest, io.out);
+      return deadLetterCommand(operator(io), rest);
     case 'queues':
-      return queuesCommand(operatorConfig(io), io.out);
+      return queuesCommand(operator(io));
     case 'event':
-      return eventCommand(operatorConfig(io), rest, io.out);
+      return eventCommand(operator(io), rest);
     case 'quarantine':
-      return quarantineCommand(operatorConfig(io), rest, io.out);
+      return quarantineCommand(operator(io), rest);
     case 'target':
-      return targetCommand(operatorConfig(io), rest, io.out);
+      return targetCommand(operator(io), rest);
     case 'help':
     case '--help':
       io.out(USAGE);
@@ -70,9 +75,13 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   }
 }
 
-/** Operator commands need Redis and the targets, not the platform keys: read the config as a worker does. */
-function operatorConfig(io: CliIo) {
-  return loadConfig({ ...io.env, ROLE: 'worker' });
+/**
+ * Operator commands need Redis and the targets, not the platform keys: read the config as a worker
+ * does. Their changes are audited like the admin API's, as `cli:<os user>`.
+ */
+function operator(io: CliIo): OperatorContext {
+  const config = loadConfig({ ...io.env, ROLE: 'worker' });
+  return { config, out: io.out, logger: createLogger(config.logLevel, io.log ?? process.stderr), actor: cliActor() };
 }
 
 async function sendCommand(args: string[], io: CliIo): Promise<number> {

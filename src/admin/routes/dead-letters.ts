@@ -1,10 +1,10 @@
 import { Router, type Request, type Response } from 'express';
-import type { Logger } from '../../logging/logger';
 import { UnknownTargetError, type DeadLetters } from '../../operations/dead-letters';
-import { audit } from '../audit';
+import type { Recovery } from '../../operations/recovery';
+import { actorOf } from '../audit';
 import { listQuerySchema, replayBodySchema } from '../query';
 
-export function deadLetterRoutes(deadLetters: DeadLetters, logger: Logger): Router {
+export function deadLetterRoutes(deadLetters: DeadLetters, recovery: Recovery): Router {
   const router = Router();
 
   router.get('/', async (req: Request, res: Response) => {
@@ -24,9 +24,7 @@ export function deadLetterRoutes(deadLetters: DeadLetters, logger: Logger): Rout
       return void res.status(400).json({ error: 'bad_request', message: 'send {"ids": ["<target>/<job id>", …]} or {"all": true, "target"?, "eventType"?, "from"?, "to"?}' });
     }
     try {
-      const result = 'ids' in body.data ? await deadLetters.replay(body.data.ids) : await deadLetters.replayMatching(body.data);
-      audit(logger, req, 'dead-letters.replay', { items: result.replayed, notFound: result.notFound });
-      res.json(result);
+      res.json(await recovery.replayDeadLetters(actorOf(req), body.data));
     } catch (err) {
       if (err instanceof UnknownTargetError) return void res.status(404).json({ error: 'unknown_target', message: err.message });
       throw err;

@@ -1,10 +1,10 @@
 import { Router } from 'express';
-import type { Logger } from '../../logging/logger';
 import { UnknownTargetError } from '../../operations/dead-letters';
+import type { Recovery } from '../../operations/recovery';
 import type { TargetControl } from '../../operations/targets';
-import { audit } from '../audit';
+import { actorOf } from '../audit';
 
-export function targetRoutes(targets: TargetControl, logger: Logger): Router {
+export function targetRoutes(targets: TargetControl, recovery: Recovery): Router {
   const router = Router();
   router.get('/', async (_req, res) => {
     res.json({ targets: await targets.states() });
@@ -12,12 +12,11 @@ export function targetRoutes(targets: TargetControl, logger: Logger): Router {
   for (const action of ['pause', 'resume'] as const) {
     router.post(`/:name/${action}`, async (req, res) => {
       try {
-        await targets[action](req.params.name);
+        await recovery.setTargetPaused(actorOf(req), req.params.name, action === 'pause');
       } catch (err) {
         if (err instanceof UnknownTargetError) return void res.status(404).json({ error: 'unknown_target', message: err.message });
         throw err;
       }
-      audit(logger, req, `target.${action}`, { items: [req.params.name] });
       res.json({ target: req.params.name, paused: action === 'pause' });
     });
   }

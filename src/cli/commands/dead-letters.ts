@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
-import type { Config } from '../../config/schema';
 import { createDeadLetters, type DeadLetterFilter } from '../../operations/dead-letters';
 import { parseOperatorTime } from '../../operations/time';
+import { recoveryFor, type OperatorContext } from '../operator-context';
 import { formatTable } from '../table';
 import { withQueues } from '../with-queues';
 
@@ -13,7 +13,8 @@ function parseTime(value: string | undefined): number | undefined {
 }
 
 /** `dlq list` and `dlq replay`, straight against Redis with the service's configuration. */
-export async function deadLetterCommand(config: Config, args: string[], out: (line: string) => void): Promise<number> {
+export async function deadLetterCommand(ctx: OperatorContext, args: string[]): Promise<number> {
+  const { config, out } = ctx;
   const [sub, ...rest] = args;
   const { values, positionals } = parseArgs({
     args: rest,
@@ -52,7 +53,7 @@ export async function deadLetterCommand(config: Config, args: string[], out: (li
     if (sub === 'replay') {
       if (!values.all && positionals.length === 0) throw new Error('name dead letters to replay (<target>/<job id> …) or pass --all (with optional filters)');
       const { limit: _limit, ...matching } = filter;
-      const result = values.all ? await deadLetters.replayMatching(matching) : await deadLetters.replay(positionals);
+      const result = await recoveryFor(ctx, queues).replayDeadLetters(ctx.actor, values.all ? { all: true, ...matching } : { ids: positionals });
       for (const id of result.replayed) out(`replayed   ${id}`);
       for (const id of result.notFound) out(`not found  ${id}`);
       return result.notFound.length ? 1 : 0;

@@ -1,19 +1,17 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import type { Config } from '../../config/schema';
 import { createMasker } from '../../logging/mask';
 import { findEvent } from '../../operations/event-lookup';
 import { createQuarantine } from '../../operations/quarantine';
 import { summariseQueues } from '../../operations/queue-summary';
 import { eventIdsForRequest } from '../../operations/request-index';
 import { createTargetControl } from '../../operations/targets';
+import { recoveryFor, type OperatorContext } from '../operator-context';
 import { formatTable } from '../table';
 import { withQueues } from '../with-queues';
 
-type Out = (line: string) => void;
-
 /** `queues`: every queue's counts in a table. */
-export function queuesCommand(config: Config, out: Out): Promise<number> {
+export function queuesCommand({ config, out }: OperatorContext): Promise<number> {
   return withQueues(config, async (queues) => {
     const summaries = await summariseQueues(queues.all.values());
     out(formatTable(
@@ -25,7 +23,7 @@ export function queuesCommand(config: Config, out: Out): Promise<number> {
 }
 
 /** `event <event id>` or `event --request-id <id>`: where an event is and each delivery's attempts. */
-export function eventCommand(config: Config, args: string[], out: Out): Promise<number> {
+export function eventCommand({ config, out }: OperatorContext, args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { 'request-id': { type: 'string' } } });
   return withQueues(config, async (queues, redis) => {
     const mask = createMasker(config.sensitiveFields);
@@ -51,7 +49,8 @@ export function eventCommand(config: Config, args: string[], out: Out): Promise<
 }
 
 /** `quarantine list` and `quarantine replay <id> [--body FILE]`. */
-export function quarantineCommand(config: Config, args: string[], out: Out): Promise<number> {
+export function quarantineCommand(ctx: OperatorContext, args: string[]): Promise<number> {
+  const { config, out } = ctx;
   const [sub, ...rest] = args;
   const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: { body: { type: 'string' }, limit: { type: 'string' } } });
   return withQueues(config, async (queues) => {
@@ -65,7 +64,7 @@ export function quarantineCommand(config: Config, args: string[], out: Out): Pro
     if (sub === 'replay') {
       if (positionals.length === 0) throw new Error('name the quarantined ids to replay');
       const body = values.body === undefined ? undefined : readFileSync(values.body === '-' ? 0 : values.body, 'utf8');
-      const results = await quarantine.replay(positionals, body);
+      const results = await recoveryFor(ctx, queues).replayQuarantined(ctx.actor, positionals, body);
       for (const r of results) out(`${r.outcome.padEnd(15)}${r.id}${'errors' in r ? `  ${r.errors.join('; ')}` : ''}`);
       return results.every((r) => r.outcome === 'queued' || r.outcome === 'already_queued') ? 0 : 1;
     }
@@ -74,7 +73,8 @@ export function quarantineCommand(config: Config, args: string[], out: Out): Pro
 }
 
 /** `target pause <name>`, `target resume <name>`, `target list`. */
-export function targetCommand(config: Config, args: string[], out: Out): Promise<number> {
+export function targetCommand(ctx: OperatorContext, args: string[]): Promise<number> {
+  const { config, out } = ctx;
   const [sub, name] = args;
   return withQueues(config, async (queues) => {
     const control = createTargetControl(queues.deliveries);
@@ -83,7 +83,7 @@ export function targetCommand(config: Config, args: string[], out: Out): Promise
       return 0;
     }
     if ((sub === 'pause' || sub === 'resume') && name) {
-      await control[sub](name);
+      await recoveryFor(ctx, queues).setTargetPaused(ctx.actor, name, sub === 'pause');
       out(`${name}: ${sub === 'pause' ? 'paused' : 'resumed'}`);
       return 0;
     }

@@ -1,0 +1,27 @@
+import type { Config } from '../config/schema';
+import type { Actor } from '../logging/audit';
+import type { Logger } from '../logging/logger';
+import { createDeadLetters } from '../operations/dead-letters';
+import { createQuarantine } from '../operations/quarantine';
+import { createRecovery, type Recovery } from '../operations/recovery';
+import { createTargetControl } from '../operations/targets';
+import type { ServiceQueues } from '../queue/open-queues';
+
+/** What an operator command gets: the service's configuration, its output, and its audit trail. */
+export interface OperatorContext {
+  config: Config;
+  out: (line: string) => void;
+  /** Audit lines, in the service's log format. */
+  logger: Logger;
+  actor: Actor;
+}
+
+/** The audited recoveries over the command's queues, as the admin API has them. */
+export function recoveryFor(ctx: OperatorContext, queues: ServiceQueues): Recovery {
+  return createRecovery({
+    deadLetters: createDeadLetters(queues.deliveries),
+    quarantine: createQuarantine(queues, { dedupWindowMs: ctx.config.dedupWindowMs }),
+    targets: createTargetControl(queues.deliveries),
+    logger: ctx.logger,
+  });
+}

@@ -1,0 +1,47 @@
+import { writeAudit, type Actor } from '../logging/audit';
+import type { Logger } from '../logging/logger';
+import type { DeadLetterFilter, DeadLetters } from './dead-letters';
+import type { Quarantine } from './quarantine';
+import type { TargetControl } from './targets';
+
+export type DeadLetterSelection = { ids: readonly string[] } | ({ all: true } & Omit<DeadLetterFilter, 'limit'>);
+
+/**
+ * The operator's recoveries (replay dead letters, replay quarantined notifications, pause and resume
+ * a target), each written to the audit log with who acted and what it touched. The admin API and
+ * the CLI both go through here, so their audit lines are the same.
+ */
+export function createRecovery(deps: { deadLetters: DeadLetters; quarantine: Quarantine; targets: TargetControl; logger: Logger }) {
+  const { deadLetters, quarantine, targets, logger } = deps;
+  return {
+    async replayDeadLetters(actor: Actor, selection: DeadLetterSelection) {
+      const result = 'ids' in selection ? await deadLetters.replay(selection.ids) : await deadLetters.replayMatching(selection);
+      const filter = 'ids' in selection ? undefined : selection;
+      writeAudit(logger, actor, 'dead-letters.replay', {
+        items: result.replayed,
+        notFound: result.notFound,
+        replayed: result.replayed.length,
+        ...(filter ? { filter } : {}),
+      });
+      return result;
+    },
+
+    async replayQuarantined(actor: Actor, ids: readonly string[], correctedBody?: string) {
+      const results = await quarantine.replay(ids, correctedBody);
+      writeAudit(logger, actor, 'quarantine.replay', {
+        items: [...ids],
+        eventIds: results.flatMap((r) => ('eventId' in r ? [r.eventId] : [])),
+        corrected: correctedBody !== undefined,
+        outcomes: results.map((r) => r.outcome),
+      });
+      return results;
+    },
+
+    async setTargetPaused(actor: Actor, target: string, paused: boolean): Promise<void> {
+      await (paused ? targets.pause(target) : targets.resume(target));
+      writeAudit(logger, actor, paused ? 'target.pause' : 'target.resume', { target, items: [target] });
+    },
+  };
+}
+
+export type Recovery = ReturnType<typeof createRecovery>;
