@@ -47,7 +47,7 @@ export function createAdminApp(deps: AdminDeps): Express {
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
-  app.get('/readyz', readiness(deps.redis, deps.queues.quarantine));
+  app.get('/readyz', readiness(deps.redis, deps.queues.quarantine, deps.logger));
 
   const guard = hasCredentials(deps.credentials)
     ? requireAdmin(deps.credentials, createFailureWindow(deps.loginFailures), deps.logger)

@@ -6,6 +6,8 @@ import type { Logger } from '../logging/logger';
 import { createProducerConnection } from '../queue/connection';
 import { wireAdmin } from './wiring';
 
+const CONNECTIONS_CHECKING_INTERVAL_MS = 1000;
+
 export interface RunningAdmin {
   server: Server;
   port: number;
@@ -17,7 +19,16 @@ export async function startAdmin(config: Config, logger: Logger, registry: Regis
   const redis = createProducerConnection(config.redisUrl);
   redis.on('error', (err) => logger.warn('redis connection error', { role: 'admin', error: err.message }));
   const { app, queues } = wireAdmin(config, redis, registry, logger);
-  const server = createServer(app);
+  const server = createServer(
+    {
+      requestTimeout: config.admin.requestTimeoutMs,
+      headersTimeout: config.admin.headersTimeoutMs,
+      keepAliveTimeout: config.admin.keepAliveTimeoutMs,
+      // Node looks for connections past these timeouts only every 30 s unless told.
+      connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS,
+    },
+    app,
+  );
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.adminPort, config.adminHost, () => resolve());

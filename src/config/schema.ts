@@ -73,6 +73,15 @@ export const configSchema = z
     adminUser: z.string().min(1).optional(),
     adminPassword: z.string().min(12, 'must be at least 12 characters').optional(),
     adminReadOnlyDashboard: z.boolean(),
+    /** The admin port's server timeouts, apart from the public port's. */
+    admin: z.object({
+      /** Whole request, headers and body. @defaultValue 30000 */
+      requestTimeoutMs: ms.min(1),
+      /** Request line and headers. @defaultValue 10000 */
+      headersTimeoutMs: ms.min(1),
+      /** Idle time between requests on a kept-alive connection. @defaultValue 5000 */
+      keepAliveTimeoutMs: ms.min(1),
+    }),
   })
   .superRefine((c, ctx) => {
     if (c.role !== 'worker' && c.platformPublicKeys.length === 0) {
@@ -91,6 +100,9 @@ export const configSchema = z
     // Node refuses to start a server whose header timeout outlasts its request timeout.
     if (c.http.headersTimeoutMs > c.http.requestTimeoutMs) {
       ctx.addIssue({ code: 'custom', path: ['http', 'headersTimeoutMs'], message: 'must not exceed http.requestTimeoutMs' });
+    }
+    if (c.admin.headersTimeoutMs > c.admin.requestTimeoutMs) {
+      ctx.addIssue({ code: 'custom', path: ['admin', 'headersTimeoutMs'], message: 'must not exceed admin.requestTimeoutMs' });
     }
     // A replay is recognised by the de-duplication key, so it must outlive the timestamp window twice over.
     if (c.dedupWindowMs < 2 * c.timestampToleranceMs) {
