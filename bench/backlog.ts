@@ -1,15 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import { EVENT_TABLE } from '../src/events/table';
-import { createProducerConnection } from '../src/queue/connection';
-import { createIngest } from '../src/queue/ingest';
+import { createProducerConnection } from '../src/pipeline/connection';
+import { createPipeline } from '../src/pipeline/pipeline';
 import { randomNonce } from '../src/signing/sign';
 import { uniqueSampleBody } from './bodies';
 import { buildEventJob } from './event-job';
-import { ingestOptionsFor, serviceDefaults } from './service-defaults';
+import { pipelineOptionsFor, serviceDefaults } from './service-defaults';
 
 /**
- * Queues `count` events with the service's own producer (src/queue/ingest.ts: same job shape, job
- * options and de-duplication) while no worker runs, so a drain starts from a full backlog. Signing
+ * Queues `count` events with the service's own pipeline (src/pipeline: same job options and
+ * de-duplication) while no worker runs, so a drain starts from a full backlog. Signing
  * is skipped (workers never verify); the signature header gets a random value of the real length.
  */
 export async function enqueueBacklog(redisUrl: string, prefix: string, count: number): Promise<{ seconds: number }> {
@@ -18,7 +18,7 @@ export async function enqueueBacklog(redisUrl: string, prefix: string, count: nu
     connection.once('ready', resolve);
     connection.once('error', reject);
   });
-  const ingest = createIngest(connection, ingestOptionsFor(serviceDefaults(), prefix));
+  const pipeline = createPipeline(connection, pipelineOptionsFor(serviceDefaults(), prefix));
   const started = performance.now();
   let next = 0;
   let notAccepted = 0;
@@ -45,13 +45,13 @@ export async function enqueueBacklog(redisUrl: string, prefix: string, count: nu
         contentType: 'application/json',
         receivedAtMs: now,
       });
-      if ((await ingest.enqueueEvent(job, nonce)) !== 'accepted') notAccepted++;
+      if ((await pipeline.enqueueEvent(job, nonce)) !== 'accepted') notAccepted++;
     }
   };
   try {
     await Promise.all(Array.from({ length: 64 }, lane));
   } finally {
-    await ingest.close();
+    await pipeline.close();
     connection.disconnect();
   }
   if (notAccepted > 0) throw new Error(`${notAccepted} of ${count} backlog events were not accepted (duplicate ids?)`);

@@ -11,12 +11,12 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { createIngest } from '../src/queue/ingest';
 import { EVENT_TABLE, type EventType } from '../src/events/table';
-import { eventQueueName } from '../src/queue/names';
+import { eventJobOptions } from '../src/pipeline/job-options';
+import { eventQueueName } from '../src/pipeline/names';
 import { buildEventJob } from './event-job';
 import { startRawWorker, type RunningRawWorker } from './raw-worker';
-import { ingestOptionsFor, serviceDefaults } from './service-defaults';
+import { serviceDefaults } from './service-defaults';
 
 const SUCCESS = Buffer.from('{"ret_code":"000000","ret_msg":"Success"}');
 const LF = Buffer.from('\n');
@@ -40,15 +40,13 @@ async function main(): Promise<void> {
     connection.once('ready', resolve);
     connection.once('error', reject);
   });
-  // The job options (attempts, backoff, retention) read off the service's own producer, so both
-  // store the same thing; the adds below are the baseline's own.
-  const reference = createIngest(connection, ingestOptionsFor(defaults, prefix));
+  // The job options (attempts, backoff, retention) are the service's own (a pure function of its
+  // configuration), so both store the same thing; the queues and adds below are the baseline's own.
+  const defaultJobOptions = eventJobOptions(defaults.retention);
   const queues = new Map<string, { type: EventType; queue: Queue }>();
   for (const e of EVENT_TABLE) {
-    const defaultJobOptions = reference.queues.get(eventQueueName(e.type))?.defaultJobOptions;
     queues.set(e.path, { type: e.type, queue: new Queue(eventQueueName(e.type), { connection, prefix, defaultJobOptions }) });
   }
-  await reference.close();
 
   const answer = (res: ServerResponse, status: number, body: Buffer | string) => {
     res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });

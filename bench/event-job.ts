@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { EventType } from '../src/events/table';
-import type { EventJob } from '../src/queue/job';
+import type { EventJob } from '../src/pipeline/jobs';
 
 export interface VerifiedRequest {
   eventType: EventType;

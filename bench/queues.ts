@@ -1,5 +1,5 @@
-import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { openQueue } from '../src/pipeline/queues';
 import { sleep } from './processes';
 
 /** Every BullMQ queue under a prefix (each has a `meta` hash), the service's delivery queues included. */
@@ -26,7 +26,7 @@ export async function jobTotals(redis: Redis, prefix: string): Promise<JobTotals
   const totals: JobTotals = { pending: 0, completed: 0, failed: 0 };
   for (const name of await queueNames(redis, prefix)) {
     // A Queue on a shared connection: close() leaves the connection open.
-    const queue = new Queue(name, { connection: redis, prefix });
+    const queue = openQueue(redis, prefix, name);
     const c = await queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'waiting-children', 'completed', 'failed');
     await queue.close();
     totals.pending += (c.waiting ?? 0) + (c.active ?? 0) + (c.delayed ?? 0) + (c.prioritized ?? 0) + (c['waiting-children'] ?? 0);

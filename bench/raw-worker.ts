@@ -7,8 +7,8 @@ import { Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { Agent, request } from 'undici';
 import { EVENT_TYPES } from '../src/events/table';
-import type { EventJob } from '../src/queue/job';
-import { eventQueueName } from '../src/queue/names';
+import type { EventJob } from '../src/pipeline/jobs';
+import { eventQueueName } from '../src/pipeline/names';
 
 export interface RawWorkerOptions {
   redisUrl: string;

@@ -2,7 +2,6 @@ import type { KeyObject } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Express } from 'express';
-import type { Redis } from 'ioredis';
 import type { Config } from './config/schema';
 import { createApp } from './http/app';
 import { createPublicServer } from './http/public-server';
@@ -10,15 +9,13 @@ import { createSourceAllowlist } from './http/source-allowlist';
 import type { Logger } from './logging/logger';
 import { createMasker } from './logging/mask';
 import type { Metrics } from './monitoring/metrics';
-import { createProducerConnection } from './queue/connection';
-import { createIngest, type Ingest } from './queue/ingest';
+import type { Pipeline } from './pipeline/pipeline';
 import { createVerifier } from './signature/verify';
 
 export interface RunningReceiver {
   server: Server;
   port: number;
-  ingest: Ingest;
-  /** Stops accepting, lets in-flight requests finish, then closes the queues and Redis. */
+  /** Stops accepting and lets in-flight requests finish; the pipeline is the entry point's to close. */
   close(): Promise<void>;
 }
 
@@ -27,22 +24,13 @@ export interface ReceiverDeps {
   keys: readonly KeyObject[];
   logger: Logger;
   metrics: Metrics;
+  /** The process's queues; notifications are queued through it. */
+  pipeline: Pipeline;
   clock?: () => number;
 }
 
-export interface ReceiverAppDeps extends ReceiverDeps {
-  connection: Redis;
-}
-
-/** Wires the public app and its producer from configuration; listens nowhere. */
-export function buildReceiverApp({ config, keys, logger, metrics, clock = Date.now, connection }: ReceiverAppDeps): { app: Express; ingest: Ingest } {
-  const ingest = createIngest(connection, {
-    prefix: config.queuePrefix,
-    enqueueTimeoutMs: config.enqueueTimeoutMs,
-    dedupWindowMs: config.dedupWindowMs,
-    retention: config.retention,
-    legacyBindingTtlMs: 2 * config.timestampToleranceMs,
-  });
+/** Wires the public app from configuration; listens nowhere. */
+export function buildReceiverApp({ config, keys, logger, metrics, clock = Date.now, pipeline }: ReceiverDeps): Express {
   const verify = createVerifier({
     keys,
     headerPrefix: config.signatureHeaderPrefix,
@@ -51,9 +39,9 @@ export function buildReceiverApp({ config, keys, logger, metrics, clock = Date.n
     schemes: config.signatureSchemes,
     toleranceMs: config.timestampToleranceMs,
   });
-  const app = createApp({
+  return createApp({
     verify,
-    ingest,
+    ingest: pipeline,
     clock,
     logger,
     metrics,
@@ -63,15 +51,12 @@ export function buildReceiverApp({ config, keys, logger, metrics, clock = Date.n
     sourceAllowed: config.platformSourceCidrs.length > 0 ? createSourceAllowlist(config.platformSourceCidrs) : undefined,
     trustProxy: config.trustProxy,
   });
-  return { app, ingest };
 }
 
 /** Wires the public receiver from configuration and starts listening. */
 export async function startReceiver(deps: ReceiverDeps): Promise<RunningReceiver> {
   const { config, logger } = deps;
-  const connection = createProducerConnection(config.redisUrl, config.enqueueTimeoutMs);
-  connection.on('error', (err) => logger.warn('redis connection error', { role: 'receiver', error: err.message }));
-  const { app, ingest } = buildReceiverApp({ ...deps, connection });
+  const app = buildReceiverApp(deps);
   const server = createPublicServer(
     app,
     {
@@ -101,11 +86,8 @@ export async function startReceiver(deps: ReceiverDeps): Promise<RunningReceiver
   return {
     server,
     port,
-    ingest,
     async close() {
       await closeServer(server, config.shutdownTimeoutMs);
-      await ingest.close();
-      connection.disconnect();
     },
   };
 }

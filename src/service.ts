@@ -4,9 +4,12 @@ import type { Config } from './config/schema';
 import { startWorkers, type RunningWorkers } from './forwarding/workers';
 import type { Logger } from './logging/logger';
 import type { Metrics } from './monitoring/metrics';
+import { createProducerConnection } from './pipeline/connection';
+import { createPipeline, pipelineOptions, type Pipeline } from './pipeline/pipeline';
 import { startReceiver, type RunningReceiver } from './receiver';
 
 export interface RunningService {
+  pipeline: Pipeline;
   receiver?: RunningReceiver;
   workers?: RunningWorkers;
   admin: RunningAdmin;
@@ -16,20 +19,27 @@ export interface RunningService {
 /**
  * Starts what ROLE asks for: the receiver, the workers, or both (the default); every process also
  * has the admin listener. Several receivers and workers on different machines can share one Redis.
+ * The queues are opened here, once, and handed to each part.
  */
 export async function startService(config: Config, keys: readonly KeyObject[], logger: Logger, metrics: Metrics): Promise<RunningService> {
-  const receiver = config.role !== 'worker' ? await startReceiver({ config, keys, logger, metrics }) : undefined;
-  const workers = config.role !== 'receiver' ? startWorkers(config, logger, metrics) : undefined;
-  const admin = await startAdmin(config, logger, metrics.registry);
+  const connection = createProducerConnection(config.redisUrl, config.enqueueTimeoutMs);
+  connection.on('error', (err) => logger.warn('redis connection error', { role: 'producer', error: err.message }));
+  const pipeline = createPipeline(connection, pipelineOptions(config));
+  const receiver = config.role !== 'worker' ? await startReceiver({ config, keys, logger, metrics, pipeline }) : undefined;
+  const workers = config.role !== 'receiver' ? startWorkers(config, pipeline, logger, metrics) : undefined;
+  const admin = await startAdmin(config, pipeline, logger, metrics.registry);
   return {
+    pipeline,
     receiver,
     workers,
     admin,
     async close() {
-      // Stop taking notifications first, then let deliveries finish, then the admin port.
+      // Stop taking notifications first, then let deliveries finish, then the admin port, then the queues.
       await receiver?.close();
       await workers?.close();
       await admin.close();
+      await pipeline.close();
+      connection.disconnect();
     },
   };
 }

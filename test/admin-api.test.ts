@@ -51,15 +51,14 @@ describe('admin authentication', () => {
     const { createLogger } = await import('../src/logging/logger');
     const { LogCapture } = await import('./support/harness');
     const logs = new LogCapture();
-    const admin = wireAdmin(h.config, h.redis, h.metrics.registry, createLogger('info', logs.stream));
-    const denied = await request(admin.app).get('/admin/api/queues');
+    const admin = wireAdmin(h.config, h.pipeline, h.metrics.registry, createLogger('info', logs.stream));
+    const denied = await request(admin).get('/admin/api/queues');
     expect(denied.status).toBe(401);
     expect(denied.headers['www-authenticate']).toMatch(/^Basic/);
-    await request(admin.app).get('/admin/api/queues').auth('ops', 'correct horse battery').expect(200);
-    await request(admin.app).get('/admin/api/queues').auth('ops', 'wrong').expect(401);
-    await request(admin.app).post('/admin/api/dead-letters/replay').auth('ops', 'correct horse battery').send({ all: true }).expect(200);
+    await request(admin).get('/admin/api/queues').auth('ops', 'correct horse battery').expect(200);
+    await request(admin).get('/admin/api/queues').auth('ops', 'wrong').expect(401);
+    await request(admin).post('/admin/api/dead-letters/replay').auth('ops', 'correct horse battery').send({ all: true }).expect(200);
     expect(logs.find((l) => l.action === 'dead-letters.replay')).toMatchObject({ audit: true, principal: 'basic:ops', replayed: 0, filter: { all: true } });
-    await admin.queues.close();
     await h.close();
   });
 
@@ -142,12 +141,11 @@ describe('with no admin credential configured', () => {
     const h = buildHarness({ PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64 });
     const { wireAdmin } = await import('../src/admin/wiring');
     const { createLogger } = await import('../src/logging/logger');
-    const admin = wireAdmin(h.config, h.redis, h.metrics.registry, createLogger('error'));
-    const res = await request(admin.app).get('/admin/api/queues');
+    const admin = wireAdmin(h.config, h.pipeline, h.metrics.registry, createLogger('error'));
+    const res = await request(admin).get('/admin/api/queues');
     expect(res.status).toBe(503);
     expect(res.body.message).toMatch(/ADMIN_TOKEN/);
-    await request(admin.app).get('/metrics').expect(503);
-    await admin.queues.close();
+    await request(admin).get('/metrics').expect(503);
     await h.close();
   });
 });

@@ -14,19 +14,18 @@ const logs = new LogCapture();
 
 beforeAll(() => {
   h = buildHarness({ PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64, ADMIN_TOKEN: TOKEN, ADMIN_USER: 'ops', ADMIN_PASSWORD: PASSWORD });
-  admin = wireAdmin(h.config, h.redis, h.metrics.registry, createLogger('info', logs.stream));
+  admin = wireAdmin(h.config, h.pipeline, h.metrics.registry, createLogger('info', logs.stream));
 });
 afterAll(async () => {
-  await admin.queues.close();
   await h.close();
 });
 
 describe('failed admin logins', () => {
   it('are logged with the address and the scheme, never the credential, and the 11th within a minute is answered 429 with Retry-After', async () => {
-    for (let i = 0; i < 5; i++) await request(admin.app).get('/admin/api/queues').set('authorization', `Bearer wrong-token-${i}`).expect(401);
-    for (let i = 0; i < 5; i++) await request(admin.app).get('/metrics').auth('ops', `wrong-password-${i}`).expect(401);
+    for (let i = 0; i < 5; i++) await request(admin).get('/admin/api/queues').set('authorization', `Bearer wrong-token-${i}`).expect(401);
+    for (let i = 0; i < 5; i++) await request(admin).get('/metrics').auth('ops', `wrong-password-${i}`).expect(401);
 
-    const throttled = await request(admin.app).get('/admin/api/queues').set('authorization', `Bearer ${TOKEN}`);
+    const throttled = await request(admin).get('/admin/api/queues').set('authorization', `Bearer ${TOKEN}`);
     expect(throttled.status).toBe(429);
     expect(Number(throttled.headers['retry-after'])).toBeGreaterThan(50);
     expect(Number(throttled.headers['retry-after'])).toBeLessThanOrEqual(60);
@@ -43,7 +42,7 @@ describe('failed admin logins', () => {
   });
 
   it('leaves the probes open to a throttled address', async () => {
-    await request(admin.app).get('/healthz').expect(200);
+    await request(admin).get('/healthz').expect(200);
   });
 });
 

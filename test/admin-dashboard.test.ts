@@ -4,7 +4,6 @@ import { wireAdmin } from '../src/admin/wiring';
 import { loadConfig } from '../src/config/load';
 import { createLogger } from '../src/logging/logger';
 import { createMetrics } from '../src/monitoring/metrics';
-import { createProducerConnection } from '../src/queue/connection';
 import { ADMIN_TEST_TOKEN, buildForwarding, waitUntil, type ForwardingHarness } from './support/forwarding-harness';
 import { LogCapture } from './support/harness';
 import { FakePlatform } from './support/platform';
@@ -53,7 +52,7 @@ describe('the dashboard is read-only by default', () => {
     expect(res.status).toBe(403);
     expect(res.body).toMatchObject({ error: 'read_only', message: expect.stringMatching(/admin API or the CLI/) });
 
-    expect(await f.deliveryQueues.get('erp')!.getJob('evt_forged_ro')).toBeUndefined();
+    expect(await f.pipeline.deliveryQueue('erp')!.getJob('evt_forged_ro')).toBeUndefined();
     await new Promise((r) => setTimeout(r, 300));
     expect(erp.requests.filter((r) => r.headers['webhook-id'] === 'evt_forged_ro')).toHaveLength(0);
     expect(f.adminLogs.find((l) => l.message === 'dashboard write refused: the dashboard is read-only')).toMatchObject({
@@ -91,19 +90,11 @@ describe('the dashboard is read-only by default', () => {
 
 describe('with dashboard writes turned on', () => {
   let writable: Express;
-  let close: () => Promise<void>;
   const logs = new LogCapture();
 
   beforeAll(() => {
-    const connection = createProducerConnection(f.config.redisUrl);
-    const admin = wireAdmin({ ...f.config, adminReadOnlyDashboard: false }, connection, createMetrics().registry, createLogger('info', logs.stream));
-    writable = admin.app;
-    close = async () => {
-      await admin.queues.close();
-      connection.disconnect();
-    };
+    writable = wireAdmin({ ...f.config, adminReadOnlyDashboard: false }, f.pipeline, createMetrics().registry, createLogger('info', logs.stream));
   });
-  afterAll(() => close());
 
   it('says so at start', async () => {
     await waitUntil(() => logs.lines.length > 0, 2000, 'a log line');

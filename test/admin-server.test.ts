@@ -3,18 +3,26 @@ import { ConfigError } from '../src/config/errors';
 import { loadConfig } from '../src/config/load';
 import { createLogger } from '../src/logging/logger';
 import { createMetrics } from '../src/monitoring/metrics';
+import { createProducerConnection } from '../src/pipeline/connection';
+import { createPipeline, pipelineOptions, type Pipeline } from '../src/pipeline/pipeline';
 import { LogCapture, testConfig } from './support/harness';
 import { exchange, rawRequest } from './support/raw-http';
 
 const HEADERS_TIMEOUT_MS = 500;
 const KEEP_ALIVE_TIMEOUT_MS = 300;
 let admin: RunningAdmin;
+let pipeline: Pipeline;
 
 beforeAll(async () => {
   const config = testConfig({ ROLE: 'worker', ADMIN_PORT: '0', ADMIN_TOKEN: 'server-test-token-0123456789', ADMIN_HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS), ADMIN_REQUEST_TIMEOUT_MS: '1000', ADMIN_KEEP_ALIVE_TIMEOUT_MS: String(KEEP_ALIVE_TIMEOUT_MS) });
-  admin = await startAdmin(config, createLogger('error', new LogCapture().stream), createMetrics(undefined, false).registry);
+  pipeline = createPipeline(createProducerConnection(config.redisUrl), pipelineOptions(config));
+  admin = await startAdmin(config, pipeline, createLogger('error', new LogCapture().stream), createMetrics(undefined, false).registry);
 });
-afterAll(() => admin.close());
+afterAll(async () => {
+  await admin.close();
+  await pipeline.close();
+  pipeline.redis.disconnect();
+});
 
 describe('the admin server has its own timeouts', () => {
   it('cuts a connection that never finishes its headers within the headers timeout plus 2 s', async () => {

@@ -5,11 +5,14 @@ import { runCli } from '../src/cli/run';
 import { createLogger } from '../src/logging/logger';
 import { createMetrics } from '../src/monitoring/metrics';
 import { loadPlatformKeys } from '../src/config/keys';
+import { createProducerConnection } from '../src/pipeline/connection';
+import { createPipeline, pipelineOptions, type Pipeline } from '../src/pipeline/pipeline';
 import { startReceiver, type RunningReceiver } from '../src/receiver';
 import { testConfig, LogCapture } from './support/harness';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'keys-'));
 let receiver: RunningReceiver;
+let pipeline: Pipeline;
 const logs = new LogCapture();
 
 beforeAll(async () => {
@@ -23,9 +26,14 @@ beforeAll(async () => {
     PORT: '0',
     HOST: '127.0.0.1',
   });
-  receiver = await startReceiver({ config, keys: loadPlatformKeys(config.platformPublicKeys), logger: createLogger('info', logs.stream), metrics: createMetrics() });
+  pipeline = createPipeline(createProducerConnection(config.redisUrl), pipelineOptions(config));
+  receiver = await startReceiver({ config, keys: loadPlatformKeys(config.platformPublicKeys), logger: createLogger('info', logs.stream), metrics: createMetrics(), pipeline });
 });
-afterAll(() => receiver.close());
+afterAll(async () => {
+  await receiver.close();
+  await pipeline.close();
+  pipeline.redis.disconnect();
+});
 
 async function cli(...argv: string[]) {
   const lines: string[] = [];

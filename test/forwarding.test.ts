@@ -71,7 +71,7 @@ describe('fan-out', () => {
     const payments = await target();
     f = buildForwarding(platform, [{ name: 'payments', url: payments.url, events: ['payment.result'] }]);
     await notify('fx.result');
-    const queue = f.receiver.ingest.queues.get('fx.result')!;
+    const queue = f.receiver.pipeline.eventQueue('fx.result');
     await waitUntil(async () => (await queue.getFailedCount()) === 1, 5000, 'unrouted event kept');
     const [job] = await queue.getFailed();
     expect(job!.failedReason).toMatch(/no target subscribes to fx.result/);

@@ -1,4 +1,3 @@
-import { QUARANTINE_QUEUE } from '../src/queue/names';
 import { generateTestKeyPair } from '../src/signing/keypair';
 import { sampleBody } from '../src/signing/samples';
 import { signLegacy } from '../src/signing/sign';
@@ -25,7 +24,7 @@ describe('the legacy body timestamp, confirmed after verification', () => {
   it('when the parsed body carries the timestamp that verified, then the notification is queued', async () => {
     const res = await sendLegacy(sampleBody('payment.result', { timestamp: NOW }));
     expect(res.status).toBe(200);
-    expect(await h.ingest.queues.get('payment.result')!.count()).toBe(1);
+    expect(await h.pipeline.eventQueue('payment.result').count()).toBe(1);
   });
 
   it('when an escaped duplicate key gives the parsed body another timestamp, then it is quarantined (genuine but ambiguous), not queued', async () => {
@@ -34,8 +33,8 @@ describe('the legacy body timestamp, confirmed after verification', () => {
     const body = sampleBody('payment.result', { timestamp: NOW }).replace(/}$/, `,"time\\u0073tamp":${NOW - 1}}`);
     const res = await sendLegacy(body);
     expect(res.status).toBe(200);
-    expect(await h.ingest.queues.get('payment.result')!.count()).toBe(1);
-    expect(await h.ingest.queues.get(QUARANTINE_QUEUE)!.count()).toBe(1);
+    expect(await h.pipeline.eventQueue('payment.result').count()).toBe(1);
+    expect(await h.pipeline.quarantine.count()).toBe(1);
     expect(h.logs.find((l) => l.message === 'notification quarantined: verified but not a valid notification')).toMatchObject({
       errors: ['timestamp: differs from the timestamp the signature was verified with'],
     });

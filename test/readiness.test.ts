@@ -13,10 +13,9 @@ let admin: ReturnType<typeof wireAdmin>;
 beforeAll(async () => {
   redis = await RedisServer.start();
   h = buildHarness({ PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64, REDIS_URL: redis.url, ADMIN_TOKEN: 'readiness-token-0123456789' });
-  admin = wireAdmin(h.config, h.redis, h.metrics.registry, createLogger('error'));
+  admin = wireAdmin(h.config, h.pipeline, h.metrics.registry, createLogger('error'));
 });
 afterAll(async () => {
-  await admin.queues.close();
   await h.close();
   await redis.stop();
 });
@@ -24,7 +23,7 @@ afterAll(async () => {
 async function waitForStatus(status: number, timeoutMs: number): Promise<request.Response> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const res = await request(admin.app).get('/readyz');
+    const res = await request(admin).get('/readyz');
     if (res.status === status || Date.now() > deadline) return res;
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -37,7 +36,7 @@ it('when Redis stops, /readyz turns 503, and when it returns, 200 again; /health
   const down = await waitForStatus(503, 5000);
   expect(down.status).toBe(503);
   expect(down.body).toEqual({ status: 'not_ready', redis: 'down' }); // no raw error text (addresses, host names)
-  await request(admin.app).get('/healthz').expect(200);
+  await request(admin).get('/healthz').expect(200);
 
   await redis.start();
   const up = await waitForStatus(200, 10000);

@@ -1,8 +1,6 @@
 import request from 'supertest';
-import { EVENT_TABLE } from '../src/events/table';
+import { EVENT_TABLE, type EventType } from '../src/events/table';
 import { SUCCESS } from '../src/http/envelope';
-import type { EventJob, QuarantineJob } from '../src/queue/job';
-import { QUARANTINE_QUEUE } from '../src/queue/names';
 import { buildHarness, type Harness } from './support/harness';
 import { counterValue } from './support/metric-value';
 import { FakePlatform } from './support/platform';
@@ -15,8 +13,14 @@ beforeEach(() => {
 });
 afterEach(() => h.close());
 
-async function jobsIn(queueName: string) {
-  return h.ingest.queues.get(queueName)!.getJobs(['waiting', 'active', 'completed', 'failed', 'delayed']);
+const ANY_STATE = ['waiting', 'active', 'completed', 'failed', 'delayed'] as const;
+
+async function jobsIn(type: EventType) {
+  return h.pipeline.eventQueue(type).getJobs([...ANY_STATE]);
+}
+
+async function quarantined() {
+  return h.pipeline.quarantine.getJobs([...ANY_STATE]);
 }
 
 describe('receiving a signed notification', () => {
@@ -30,7 +34,7 @@ describe('receiving a signed notification', () => {
       expect(res.body).toEqual(SUCCESS);
       const jobs = await jobsIn(type);
       expect(jobs).toHaveLength(1);
-      const data = jobs[0]!.data as EventJob;
+      const data = jobs[0]!.data;
       expect(data).toMatchObject({
         eventType: type,
         path,
@@ -53,7 +57,7 @@ describe('receiving a signed notification', () => {
     const n = platform.signed('payment.result', { body: '{"type":"MERCH","data":{"x":1},"brand_new_field":{"deep":[1,2]}}' });
     await platform.send(h.app, n).expect(200);
     const [job] = await jobsIn('payment.result');
-    expect((job!.data as EventJob).payload).toEqual({ type: 'MERCH', data: { x: 1 }, brand_new_field: { deep: [1, 2] } });
+    expect(job!.data.payload).toEqual({ type: 'MERCH', data: { x: 1 }, brand_new_field: { deep: [1, 2] } });
   });
 
   it('when two sub-merchants get the same body, then they are two events', async () => {
@@ -63,14 +67,14 @@ describe('receiving a signed notification', () => {
       await platform.send(h.app, { ...n, headers: { ...n.headers, 'x-merch-id': sub } }).expect(200);
     }
     const jobs = await jobsIn('payment.result');
-    expect(jobs.map((j) => (j.data as EventJob).merchantId).sort()).toEqual(['SUB-1', 'SUB-2']);
+    expect(jobs.map((j) => j.data.merchantId).sort()).toEqual(['SUB-1', 'SUB-2']);
   });
 
   it('when X-Merch-Id is sent, then the event keeps it', async () => {
     const n = platform.signed('payment.result');
     await platform.send(h.app, { ...n, headers: { ...n.headers, 'x-merch-id': 'SUB-42' } }).expect(200);
     const [job] = await jobsIn('payment.result');
-    expect((job!.data as EventJob).merchantId).toBe('SUB-42');
+    expect(job!.data.merchantId).toBe('SUB-42');
   });
 });
 
@@ -115,7 +119,7 @@ describe('replays and duplicates', () => {
     expect(refused.status).toBe(401);
     expect(accepted.status).toBe(200);
     const jobs = await jobsIn('payment.result');
-    expect(jobs.map((j) => (j.data as EventJob).rawBody)).toEqual([genuine.body.toString()]);
+    expect(jobs.map((j) => j.data.rawBody)).toEqual([genuine.body.toString()]);
   });
 });
 
@@ -126,8 +130,8 @@ describe('quarantine', () => {
 
     expect(res.status).toBe(200);
     expect(await jobsIn('settlement.result')).toHaveLength(0);
-    const [job] = await jobsIn(QUARANTINE_QUEUE);
-    const data = job!.data as QuarantineJob;
+    const [job] = await quarantined();
+    const data = job!.data;
     expect(data).toMatchObject({ eventType: 'settlement.result', rawBody: 'status=SUCCESS&id=1', nonce: n.headers['x-svc-nonce'] });
     expect(data.errors[0]).toMatch(/not JSON/);
     expect(data.errors.join()).not.toContain('status='); // no payload text in errors, which are logged
@@ -137,15 +141,15 @@ describe('quarantine', () => {
   it('when a remittance notification lacks type INCOMING_REMITTANCE, then it is quarantined with the schema error', async () => {
     const n = platform.signed('remittance.incoming', { body: '{"type":"MERCH","data":{}}' });
     await platform.send(h.app, n).expect(200);
-    const [job] = await jobsIn(QUARANTINE_QUEUE);
-    expect((job!.data as QuarantineJob).errors.join()).toMatch(/^type:/);
+    const [job] = await quarantined();
+    expect(job!.data.errors.join()).toMatch(/^type:/);
   });
 
   it('when a signed body is not UTF-8, then quarantine keeps its exact bytes', async () => {
     const bytes = Buffer.from([0x7b, 0xff, 0xfe, 0x7d]);
     await platform.send(h.app, platform.signed('payment.result', { body: bytes })).expect(200);
-    const [job] = await jobsIn(QUARANTINE_QUEUE);
-    const data = job!.data as QuarantineJob;
+    const [job] = await quarantined();
+    const data = job!.data;
     expect(data.rawBodyEncoding).toBe('base64');
     expect(Buffer.from(data.rawBody, 'base64')).toEqual(bytes);
   });
@@ -201,8 +205,8 @@ describe('behind a CALLBACK_BASE_PATH', () => {
   it('serves the notify paths under the prefix and verifies the full request target, query included', async () => {
     const n = platform.signed('payment.result', { basePath: '/hooks/platform', query: '?merchant=M1&note=a%20b' });
     await platform.send(prefixed.app, n).expect(200);
-    const [job] = await prefixed.ingest.queues.get('payment.result')!.getJobs(['waiting']);
-    expect((job!.data as EventJob).path).toBe('/hooks/platform/api/v2/merch/pay/notify?merchant=M1&note=a%20b');
+    const [job] = await prefixed.pipeline.eventQueue('payment.result').getJobs(['waiting']);
+    expect(job!.data.path).toBe('/hooks/platform/api/v2/merch/pay/notify?merchant=M1&note=a%20b');
   });
 
   it('refuses a signature made over the path without the prefix, and 404s the bare path', async () => {

@@ -1,4 +1,5 @@
 import { SUCCESS } from '../src/http/envelope';
+import type { EventType } from '../src/events/table';
 import { buildHarness, type Harness } from './support/harness';
 import { FakePlatform } from './support/platform';
 import { RedisServer } from './support/redis-server';
@@ -34,8 +35,8 @@ async function waitFor200(deadlineMs: number): Promise<void> {
   }
 }
 
-async function jobCount(queue: string): Promise<number> {
-  return h.ingest.queues.get(queue)!.count();
+async function jobCount(queue: EventType): Promise<number> {
+  return h.pipeline.eventQueue(queue).count();
 }
 
 describe('when Redis is down', () => {
@@ -69,7 +70,7 @@ describe('when Redis is down', () => {
 
     expect(retry.status).toBe(200);
     expect(await jobCount('payment.result')).toBe(before + 1);
-    const jobs = await h.ingest.queues.get('payment.result')!.getJobs(['waiting']);
+    const jobs = await h.pipeline.eventQueue('payment.result').getJobs(['waiting']);
     expect(jobs.some((j) => j.data.nonce === n.headers['x-svc-nonce'])).toBe(true);
   });
 });

@@ -59,14 +59,14 @@ describe.each([
 
   it('when a legacy signature is reused on another notify path, then it is refused; on its own path it is a replay', async () => {
     const v = file.vectors.find((x) => x.name === 'legacy-basic') as SignatureVector;
-    const fxBefore = await h.ingest.queues.get('fx.result')!.count();
+    const fxBefore = await h.pipeline.eventQueue('fx.result').count();
     const elsewhere = await send(h, { ...v, path: '/api/v2/fx/conversion/notify' });
     expect(elsewhere.status).toBe(401);
     expect(elsewhere.body.ret_code).toBe(RET_CODES.signature);
     expect(h.logs.find((l) => l.reason === 'signature_reused')).toBeDefined();
     const again = await send(h, v);
     expect(again.status).toBe(200);
-    expect(await h.ingest.queues.get('fx.result')!.count()).toBe(fxBefore);
+    expect(await h.pipeline.eventQueue('fx.result').count()).toBe(fxBefore);
   });
 
   it('never writes a signature or a raw body to the logs', () => {

@@ -12,7 +12,7 @@ const keyEnv = { PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64 };
 let h: Harness;
 
 async function queued(): Promise<number> {
-  return h.ingest.queues.get('payment.result')!.count();
+  return h.pipeline.eventQueue('payment.result').count();
 }
 
 /** The tests' client connects from 127.0.0.1; the documentation ranges stand in for the platform. */

@@ -7,7 +7,7 @@ import type { DeadLetters } from '../operations/dead-letters';
 import type { Quarantine } from '../operations/quarantine';
 import { createRecovery } from '../operations/recovery';
 import type { TargetControl } from '../operations/targets';
-import type { ServiceQueues } from '../queue/open-queues';
+import type { Pipeline } from '../pipeline/pipeline';
 import { createFailureWindow, type FailureWindowOptions } from './auth-failures';
 import { hasCredentials, requireAdmin, type AdminCredentials } from './auth';
 import { dashboardRouter, DASHBOARD_PATH } from './dashboard';
@@ -24,8 +24,7 @@ import { targetRoutes } from './routes/targets';
 export interface AdminDeps {
   credentials: AdminCredentials;
   redis: Redis;
-  queues: ServiceQueues;
-  queuePrefix: string;
+  pipeline: Pipeline;
   deadLetters: DeadLetters;
   quarantine: Quarantine;
   targets: TargetControl;
@@ -47,7 +46,7 @@ export function createAdminApp(deps: AdminDeps): Express {
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
-  app.get('/readyz', readiness(deps.redis, deps.queues.quarantine, deps.logger));
+  app.get('/readyz', readiness(deps.redis, deps.pipeline.quarantine, deps.logger));
 
   const guard = hasCredentials(deps.credentials)
     ? requireAdmin(deps.credentials, createFailureWindow(deps.loginFailures), deps.logger)
@@ -64,13 +63,13 @@ export function createAdminApp(deps: AdminDeps): Express {
     sameOriginWrites,
     helmet({ contentSecurityPolicy: false }),
     dashboardWrites({ readOnly: deps.readOnlyDashboard, logger: deps.logger, showJobData }),
-    dashboardRouter(deps.queues.all.values(), { readOnly: deps.readOnlyDashboard, showJobData, mask: deps.mask }),
+    dashboardRouter(deps.pipeline.allQueues(), { readOnly: deps.readOnlyDashboard, showJobData, mask: deps.mask }),
   );
 
   const api = express.Router();
   api.use(guard, sameOriginWrites, helmet(), express.json({ limit: '1mb' }));
-  api.use('/queues', queueRoutes(deps.queues, deps.targets));
-  api.use('/events', eventRoutes(deps.redis, deps.queues, deps.queuePrefix, deps.mask));
+  api.use('/queues', queueRoutes(deps.pipeline, deps.targets));
+  api.use('/events', eventRoutes(deps.pipeline, deps.mask));
   const recovery = createRecovery({ deadLetters: deps.deadLetters, quarantine: deps.quarantine, targets: deps.targets, logger: deps.logger });
   api.use('/dead-letters', deadLetterRoutes(deps.deadLetters, recovery));
   api.use('/quarantine', quarantineRoutes(deps.quarantine, recovery));

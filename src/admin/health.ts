@@ -2,7 +2,7 @@ import type { Request, Response } from 'express';
 import type { Redis } from 'ioredis';
 import type { Queue } from 'bullmq';
 import type { Logger } from '../logging/logger';
-import { withTimeout } from '../queue/with-timeout';
+import { withTimeout } from '../pipeline/with-timeout';
 
 const READY_TIMEOUT_MS = 1000;
 

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import type { Config } from '../config/schema';
 import type { Logger } from '../logging/logger';
-import { createProducerConnection } from '../queue/connection';
+import type { Pipeline } from '../pipeline/pipeline';
 import { wireAdmin } from './wiring';
 
 const CONNECTIONS_CHECKING_INTERVAL_MS = 1000;
@@ -15,10 +15,8 @@ export interface RunningAdmin {
 }
 
 /** Starts the admin listener on its own port (ADMIN_PORT), apart from the public notify port. */
-export async function startAdmin(config: Config, logger: Logger, registry: Registry): Promise<RunningAdmin> {
-  const redis = createProducerConnection(config.redisUrl);
-  redis.on('error', (err) => logger.warn('redis connection error', { role: 'admin', error: err.message }));
-  const { app, queues } = wireAdmin(config, redis, registry, logger);
+export async function startAdmin(config: Config, pipeline: Pipeline, logger: Logger, registry: Registry): Promise<RunningAdmin> {
+  const app = wireAdmin(config, pipeline, registry, logger);
   const server = createServer(
     {
       requestTimeout: config.admin.requestTimeoutMs,
@@ -41,8 +39,6 @@ export async function startAdmin(config: Config, logger: Logger, registry: Regis
     async close() {
       server.closeIdleConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
-      await queues.close();
-      redis.disconnect();
     },
   };
 }

@@ -1,5 +1,4 @@
 import type { Express } from 'express';
-import type { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
 import type { Config } from '../config/schema';
 import type { Logger } from '../logging/logger';
@@ -9,13 +8,13 @@ import { checkRedisDurability } from '../monitoring/redis-durability';
 import { createDeadLetters } from '../operations/dead-letters';
 import { createQuarantine } from '../operations/quarantine';
 import { createTargetControl } from '../operations/targets';
-import { openServiceQueues, type ServiceQueues } from '../queue/open-queues';
+import type { Pipeline } from '../pipeline/pipeline';
 import { createAdminApp } from './app';
 
-/** Builds the admin app and its operations over one Redis connection; the caller listens. */
-export function wireAdmin(config: Config, redis: Redis, registry: Registry, logger: Logger): { app: Express; queues: ServiceQueues } {
-  const queues = openServiceQueues(redis, config.queuePrefix, config.targets);
-  const queueMetrics = registerQueueMetrics(registry, queues.all.values(), redis);
+/** Builds the admin app and its operations over the process's pipeline; the caller listens. */
+export function wireAdmin(config: Config, pipeline: Pipeline, registry: Registry, logger: Logger): Express {
+  const redis = pipeline.redis;
+  const queueMetrics = registerQueueMetrics(registry, pipeline, redis);
   const checkDurability = () =>
     checkRedisDurability(redis).then(
       (d) => {
@@ -32,18 +31,16 @@ export function wireAdmin(config: Config, redis: Redis, registry: Registry, logg
   if (!config.adminReadOnlyDashboard) {
     logger.warn('admin dashboard writes are ON (ADMIN_READ_ONLY_DASHBOARD=false): whoever holds the admin credential can add, retry, clean and remove jobs from the dashboard; every write is audited');
   }
-  const app = createAdminApp({
+  return createAdminApp({
     credentials: { token: config.adminToken, user: config.adminUser, password: config.adminPassword },
     redis,
-    queues,
-    queuePrefix: config.queuePrefix,
-    deadLetters: createDeadLetters(queues.deliveries),
-    quarantine: createQuarantine(queues, { dedupWindowMs: config.dedupWindowMs }),
-    targets: createTargetControl(queues.deliveries),
+    pipeline,
+    deadLetters: createDeadLetters(pipeline),
+    quarantine: createQuarantine(pipeline),
+    targets: createTargetControl(pipeline),
     registry,
     mask: createMasker(config.sensitiveFields),
     readOnlyDashboard: config.adminReadOnlyDashboard,
     logger,
   });
-  return { app, queues };
 }

@@ -5,7 +5,7 @@ import { createDeadLetters } from '../operations/dead-letters';
 import { createQuarantine } from '../operations/quarantine';
 import { createRecovery, type Recovery } from '../operations/recovery';
 import { createTargetControl } from '../operations/targets';
-import type { ServiceQueues } from '../queue/open-queues';
+import type { Pipeline } from '../pipeline/pipeline';
 
 /** What an operator command gets: the service's configuration, its output, and its audit trail. */
 export interface OperatorContext {
@@ -17,11 +17,11 @@ export interface OperatorContext {
 }
 
 /** The audited recoveries over the command's queues, as the admin API has them. */
-export function recoveryFor(ctx: OperatorContext, queues: ServiceQueues): Recovery {
+export function recoveryFor(ctx: OperatorContext, pipeline: Pipeline): Recovery {
   return createRecovery({
-    deadLetters: createDeadLetters(queues.deliveries),
-    quarantine: createQuarantine(queues, { dedupWindowMs: ctx.config.dedupWindowMs }),
-    targets: createTargetControl(queues.deliveries),
+    deadLetters: createDeadLetters(pipeline),
+    quarantine: createQuarantine(pipeline),
+    targets: createTargetControl(pipeline),
     logger: ctx.logger,
   });
 }

@@ -1,16 +1,15 @@
-import type { Redis } from 'ioredis';
 import type { Config } from '../config/schema';
-import { createOperatorConnection } from '../queue/connection';
-import { openServiceQueues, type ServiceQueues } from '../queue/open-queues';
+import { createOperatorConnection } from '../pipeline/connection';
+import { createPipeline, pipelineOptions, type Pipeline } from '../pipeline/pipeline';
 
-/** Opens every queue for one operator command and always closes them and the connection after. */
-export async function withQueues<T>(config: Config, run: (queues: ServiceQueues, redis: Redis) => Promise<T>): Promise<T> {
+/** Opens the pipeline for one operator command and always closes it and the connection after. */
+export async function withQueues<T>(config: Config, run: (pipeline: Pipeline) => Promise<T>): Promise<T> {
   const redis = createOperatorConnection(config.redisUrl);
-  const queues = openServiceQueues(redis, config.queuePrefix, config.targets);
+  const pipeline = createPipeline(redis, pipelineOptions(config));
   try {
-    return await run(queues, redis);
+    return await run(pipeline);
   } finally {
-    await queues.close();
+    await pipeline.close();
     redis.disconnect();
   }
 }

@@ -1,16 +1,15 @@
 import { UnrecoverableError } from 'bullmq';
 import { request, type Dispatcher } from 'undici';
 import { parseRetryAfter, TransientDeliveryError } from './backoff';
+import type { DeliveryResult } from '../pipeline/jobs';
 import type { OutgoingRequest } from './build-request';
 import type { Target } from './target-schema';
 
 const EXCERPT_BYTES = 512;
 const ALWAYS_RETRIED = new Set([408, 429]);
 
-export interface AttemptSuccess {
-  status: number;
-  latencyMs: number;
-}
+/** A successful attempt: the delivery job's return value. */
+export type AttemptSuccess = DeliveryResult;
 
 /** A permanent failure (a 4xx the target does not want retried): the delivery is dead-lettered now. */
 export class PermanentDeliveryError extends UnrecoverableError {

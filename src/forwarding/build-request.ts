@@ -1,6 +1,5 @@
 import { Webhook } from 'standardwebhooks';
-import { decodeRawBody } from '../queue/job';
-import type { DeliveryJob } from './delivery-job';
+import { decodeRawBody, type DeliveryJob } from '../pipeline/jobs';
 import type { Target } from './target-schema';
 
 export interface OutgoingRequest {

@@ -5,13 +5,16 @@ import { Agent } from 'undici';
 import type { Logger } from '../logging/logger';
 import type { Metrics } from '../monitoring/metrics';
 import { attemptDelivery, failureDetails, type AttemptSuccess } from './attempt';
-import { backoffDelay } from './backoff';
+import { deliveryBackoff } from '../pipeline/job-options';
+import type { DeliveryFailure, DeliveryJob } from '../pipeline/jobs';
+import { deliveryQueueName } from '../pipeline/names';
 import { buildRequest } from './build-request';
-import { deliveryQueueName, type DeliveryFailure, type DeliveryJob } from './delivery-job';
 import type { Target } from './target-schema';
 
 export interface WorkerDeps {
+  /** A connection for BullMQ workers (blocking commands, retries for ever). */
   connection: Redis;
+  /** The pipeline's key prefix. */
   prefix: string;
   logger: Logger;
   metrics: Metrics;
@@ -61,7 +64,7 @@ export function createDeliveryWorker(target: Target, deps: WorkerDeps): { worker
     lockDuration: deps.lockDurationMs,
     stalledInterval: deps.stalledIntervalMs,
     maxStalledCount: 5,
-    settings: { backoffStrategy: (attemptsMade, _type, err) => backoffDelay(attemptsMade, target.backoff, err) },
+    settings: { backoffStrategy: deliveryBackoff(target) },
   });
   worker.on('error', (err) => logger.warn('delivery worker error', { target: target.name, error: err.message }));
   return {

@@ -3,8 +3,8 @@ import type { Config } from '../config/schema';
 import { EVENT_TYPES } from '../events/table';
 import type { Logger } from '../logging/logger';
 import type { Metrics } from '../monitoring/metrics';
-import { createWorkerConnection } from '../queue/connection';
-import { closeQueues, openDeliveryQueues } from './delivery-queues';
+import { createWorkerConnection } from '../pipeline/connection';
+import type { Pipeline } from '../pipeline/pipeline';
 import { createDeliveryWorker } from './delivery-worker';
 import { createFanoutWorker } from './fanout-worker';
 
@@ -13,31 +13,22 @@ export interface RunningWorkers {
   close(): Promise<void>;
 }
 
-/** Starts the fan-out workers (one per event type) and a delivery worker per target. */
-export function startWorkers(config: Config, logger: Logger, metrics: Metrics): RunningWorkers {
+/** Starts the fan-out workers (one per event type) and a delivery worker per target, over the process's pipeline. */
+export function startWorkers(config: Config, pipeline: Pipeline, logger: Logger, metrics: Metrics): RunningWorkers {
   const connection = createWorkerConnection(config.redisUrl);
   connection.on('error', (err) => logger.warn('redis connection error', { role: 'worker', error: err.message }));
   const deps = {
     connection,
-    prefix: config.queuePrefix,
+    prefix: pipeline.prefix,
     logger,
     metrics,
     lockDurationMs: config.worker.lockDurationMs,
     stalledIntervalMs: config.worker.stalledIntervalMs,
   };
-  const deliveryQueues = openDeliveryQueues(connection, config.queuePrefix, config.targets);
-  const fanouts = EVENT_TYPES.map((type) =>
-    createFanoutWorker(type, {
-      ...deps,
-      targets: config.targets,
-      deliveryQueues,
-      dedupWindowMs: config.dedupWindowMs,
-      retention: { completedAgeSeconds: config.retention.completed.ageSeconds, completedCount: config.retention.completed.count },
-    }),
-  );
-  const deliveries = config.targets.map((t) => createDeliveryWorker(t, deps));
+  const fanouts = EVENT_TYPES.map((type) => createFanoutWorker(type, { ...deps, pipeline }));
+  const deliveries = pipeline.targets().map((t) => createDeliveryWorker(t, deps));
   const workers: Worker[] = [...fanouts, ...deliveries.map((d) => d.worker)];
-  logger.info('workers started', { targets: config.targets.map((t) => t.name), eventTypes: EVENT_TYPES.length });
+  logger.info('workers started', { targets: pipeline.targets().map((t) => t.name), eventTypes: EVENT_TYPES.length });
 
   return {
     async close() {
@@ -50,7 +41,6 @@ export function startWorkers(config: Config, logger: Logger, metrics: Metrics): 
         logger.warn('in-flight deliveries did not finish in time; they will be picked up again', { timeoutMs: config.worker.shutdownTimeoutMs });
         await Promise.all(workers.map((w) => w.close(true)));
       }
-      await closeQueues(deliveryQueues);
       await Promise.all(deliveries.map((d) => d.close()));
       connection.disconnect();
     },

@@ -1,5 +1,5 @@
-import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
+import type { Pipeline } from '../pipeline/pipeline';
 import { Gauge, type Registry } from 'prom-client';
 import { JOB_STATES, summariseQueues } from '../operations/queue-summary';
 import type { RedisDurability } from './redis-durability';
@@ -8,14 +8,13 @@ import type { RedisDurability } from './redis-durability';
  * Gauges read from Redis at scrape time: queue depth by queue and state, the age of the oldest
  * waiting job, whether Redis is connected, and durability risks found at start.
  */
-export function registerQueueMetrics(registry: Registry, queues: Iterable<Queue>, redis: Redis) {
-  const queueList = [...queues];
+export function registerQueueMetrics(registry: Registry, pipeline: Pick<Pipeline, 'allQueues'>, redis: Redis) {
   const lastCollect = { at: 0, promise: Promise.resolve() };
   // Both gauges come from one read of every queue, shared by the two collect callbacks of a scrape.
   const collectQueues = (): Promise<void> => {
     if (Date.now() - lastCollect.at > 500) {
       lastCollect.at = Date.now();
-      lastCollect.promise = summariseQueues(queueList).then(
+      lastCollect.promise = summariseQueues(pipeline.allQueues()).then(
         (summaries) => {
           for (const s of summaries) {
             for (const state of JOB_STATES) depth.labels(s.queue, state).set(s.counts[state] ?? 0);

@@ -1,5 +1,8 @@
-import type { Job, Queue } from 'bullmq';
-import type { DeliveryFailure, DeliveryJob } from '../forwarding/delivery-job';
+import type { Job } from 'bullmq';
+import type { EventType } from '../events/table';
+import type { DeliveryFailure, DeliveryJob } from '../pipeline/jobs';
+import type { Pipeline } from '../pipeline/pipeline';
+import type { DeliveryQueue } from '../pipeline/queues';
 
 export interface DeadLetter {
   /** `<target>/<job id>`: what replay takes. */
@@ -32,10 +35,10 @@ const PAGE = 1000;
  * automatically). Replaying one retries the same job, so the event keeps its `webhook-id`, with a
  * fresh set of attempts.
  */
-export function createDeadLetters(queues: ReadonlyMap<string, Queue>) {
-  function selectedQueues(target?: string): [string, Queue][] {
-    if (target === undefined) return [...queues.entries()];
-    const queue = queues.get(target);
+export function createDeadLetters(pipeline: Pick<Pipeline, 'deliveryQueue' | 'deliveryQueues'>) {
+  function selectedQueues(target?: string): [string, DeliveryQueue][] {
+    if (target === undefined) return pipeline.deliveryQueues();
+    const queue = pipeline.deliveryQueue(target);
     if (!queue) throw new UnknownTargetError(target);
     return [[target, queue]];
   }
@@ -72,8 +75,8 @@ export function createDeadLetters(queues: ReadonlyMap<string, Queue>) {
     const notFound: string[] = [];
     for (const id of ids) {
       const slash = id.indexOf('/');
-      const queue = slash > 0 ? queues.get(id.slice(0, slash)) : undefined;
-      const job = queue ? ((await queue.getJob(id.slice(slash + 1))) as Job<DeliveryJob> | undefined) : undefined;
+      const queue = slash > 0 ? pipeline.deliveryQueue(id.slice(0, slash)) : undefined;
+      const job = queue ? await queue.getJob(id.slice(slash + 1)) : undefined;
       if (!job || !(await job.isFailed())) {
         notFound.push(id);
         continue;
@@ -94,9 +97,10 @@ export function createDeadLetters(queues: ReadonlyMap<string, Queue>) {
 }
 
 /** Every failed job of a queue, a page at a time, so no dead letter is out of reach however many there are. */
-async function* failedJobs(queue: Queue): AsyncGenerator<Job<DeliveryJob>> {
+async function* failedJobs(queue: DeliveryQueue): AsyncGenerator<Job<DeliveryJob, unknown, EventType>> {
   for (let start = 0; ; start += PAGE) {
-    const page = (await queue.getFailed(start, start + PAGE - 1)) as (Job<DeliveryJob> | undefined)[];
+    // BullMQ may answer undefined for a job removed between the listing and the read.
+    const page: (Job<DeliveryJob, unknown, EventType> | undefined)[] = await queue.getFailed(start, start + PAGE - 1);
     for (const job of page) if (job) yield job;
     if (page.length < PAGE) return;
   }

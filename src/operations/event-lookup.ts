@@ -1,8 +1,6 @@
-import type { Job, Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
-import type { DeliveryFailure, DeliveryJob } from '../forwarding/delivery-job';
-import type { EventJob, QuarantineJob } from '../queue/job';
-import type { ServiceQueues } from '../queue/open-queues';
+import type { DeliveryFailure } from '../pipeline/jobs';
+import type { Pipeline } from '../pipeline/pipeline';
+import type { DeliveryQueue } from '../pipeline/queues';
 
 export interface DeliveryView {
   target: string;
@@ -29,13 +27,8 @@ export interface EventView {
   deliveries: DeliveryView[];
 }
 
-async function jobByDedupId(redis: Redis, queue: Queue, eventId: string): Promise<Job | undefined> {
-  const jobId = await redis.get(queue.toKey(`de:${eventId}`));
-  return jobId ? ((await queue.getJob(jobId)) ?? undefined) : undefined;
-}
-
-async function deliveryView(target: string, queue: Queue, eventId: string): Promise<DeliveryView | undefined> {
-  const job = (await queue.getJob(eventId)) as Job<DeliveryJob> | undefined;
+async function deliveryView(target: string, queue: DeliveryQueue, eventId: string): Promise<DeliveryView | undefined> {
+  const job = await queue.getJob(eventId);
   if (!job) return undefined;
   const [state, logs] = await Promise.all([job.getState(), queue.getJobLogs(eventId)]);
   return {
@@ -50,25 +43,23 @@ async function deliveryView(target: string, queue: Queue, eventId: string): Prom
 }
 
 /** An event by its id: where it is, its payload (masked), and each target's delivery with every attempt. */
-export async function findEvent(redis: Redis, queues: ServiceQueues, eventId: string, mask: (p: unknown) => unknown): Promise<EventView | undefined> {
-  for (const queue of [...queues.events.values(), queues.quarantine]) {
-    const job = (await jobByDedupId(redis, queue, eventId)) as Job<EventJob | QuarantineJob> | undefined;
-    if (!job) continue;
-    const deliveries = await Promise.all([...queues.deliveries].map(([target, q]) => deliveryView(target, q, eventId)));
-    const data = job.data;
-    return {
-      eventId,
-      queue: queue.name,
-      jobId: job.id ?? '',
-      state: await job.getState(),
-      eventType: data.eventType,
-      receivedAt: data.receivedAt,
-      path: data.path,
-      merchantId: data.merchantId,
-      payload: 'payload' in data ? mask(data.payload) : undefined,
-      errors: 'errors' in data ? data.errors : undefined,
-      deliveries: deliveries.filter((d): d is DeliveryView => d !== undefined),
-    };
-  }
-  return undefined;
+export async function findEvent(pipeline: Pipeline, eventId: string, mask: (p: unknown) => unknown): Promise<EventView | undefined> {
+  const found = await pipeline.findEvent(eventId);
+  if (!found) return undefined;
+  const { queue, job } = found;
+  const deliveries = await Promise.all(pipeline.deliveryQueues().map(([target, queue]) => deliveryView(target, queue, eventId)));
+  const data = job.data;
+  return {
+    eventId,
+    queue: queue.name,
+    jobId: job.id ?? '',
+    state: await job.getState(),
+    eventType: data.eventType,
+    receivedAt: data.receivedAt,
+    path: data.path,
+    merchantId: data.merchantId,
+    payload: 'payload' in data ? mask(data.payload) : undefined,
+    errors: 'errors' in data ? data.errors : undefined,
+    deliveries: deliveries.filter((d): d is DeliveryView => d !== undefined),
+  };
 }

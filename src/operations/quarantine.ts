@@ -1,8 +1,6 @@
-import type { Job } from 'bullmq';
 import { eventDefinition } from '../events/table';
-import { jobIdFor } from '../queue/ids';
-import type { EventJob, QuarantineJob } from '../queue/job';
-import type { ServiceQueues } from '../queue/open-queues';
+import type { EventJob } from '../pipeline/jobs';
+import type { Pipeline } from '../pipeline/pipeline';
 import { parsePayload } from '../receiving/parse-payload';
 
 export interface QuarantinedView {
@@ -19,18 +17,14 @@ export type QuarantineReplayOutcome =
   | { id: string; outcome: 'still_invalid'; errors: string[] }
   | { id: string; outcome: 'not_found' };
 
-export interface QuarantineOptions {
-  dedupWindowMs: number;
-}
-
 /**
  * Quarantined notifications: verified, but not valid JSON or not matching their schema. Replay moves
  * one into its event queue, either as it is (after a schema fix was deployed) or with a corrected body
  * from the operator; it keeps its event id, so downstream `webhook-id` de-duplication still holds.
  */
-export function createQuarantine(queues: ServiceQueues, opts: QuarantineOptions) {
+export function createQuarantine(pipeline: Pick<Pipeline, 'quarantine' | 'enqueueEvent'>) {
   async function list(limit = 100): Promise<QuarantinedView[]> {
-    const jobs = (await queues.quarantine.getJobs(['waiting', 'delayed', 'failed'], 0, limit - 1)) as Job<QuarantineJob>[];
+    const jobs = await pipeline.quarantine.getJobs(['waiting', 'delayed', 'failed'], 0, limit - 1);
     return jobs.map((job) => ({
       id: job.id ?? '',
       eventId: job.data.eventId,
@@ -42,7 +36,7 @@ export function createQuarantine(queues: ServiceQueues, opts: QuarantineOptions)
   }
 
   async function replayOne(id: string, correctedBody?: string): Promise<QuarantineReplayOutcome> {
-    const job = (await queues.quarantine.getJob(id)) as Job<QuarantineJob> | undefined;
+    const job = await pipeline.quarantine.getJob(id);
     if (!job) return { id, outcome: 'not_found' };
     const { errors: _errors, ...received } = job.data;
     const text = correctedBody ?? (received.rawBodyEncoding === 'utf8' ? received.rawBody : '');
@@ -56,13 +50,9 @@ export function createQuarantine(queues: ServiceQueues, opts: QuarantineOptions)
       signatureHeaders: correctedBody === undefined ? received.signatureHeaders : {},
       payload: parsed.payload,
     } as EventJob;
-    const { jobId } = jobIdFor(`quarantine:${id}`);
-    const added = await queues.events.get(received.eventType)!.add(received.eventType, event, {
-      jobId,
-      deduplication: { id: received.eventId, ttl: opts.dedupWindowMs },
-    });
+    const outcome = await pipeline.enqueueEvent(event, `quarantine:${id}`);
     await job.remove();
-    return { id, outcome: added.id === jobId ? 'queued' : 'already_queued', eventId: received.eventId };
+    return { id, outcome: outcome === 'accepted' ? 'queued' : 'already_queued', eventId: received.eventId };
   }
 
   async function replay(ids: readonly string[], correctedBody?: string): Promise<QuarantineReplayOutcome[]> {

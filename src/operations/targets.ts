@@ -1,10 +1,11 @@
-import type { Queue } from 'bullmq';
+import type { Pipeline } from '../pipeline/pipeline';
+import type { DeliveryQueue } from '../pipeline/queues';
 import { UnknownTargetError } from './dead-letters';
 
 /** Pausing a target stops every worker from starting its deliveries; they wait in its queue. */
-export function createTargetControl(deliveries: ReadonlyMap<string, Queue>) {
-  function queueOf(name: string): Queue {
-    const queue = deliveries.get(name);
+export function createTargetControl(pipeline: Pick<Pipeline, 'deliveryQueue' | 'deliveryQueues'>) {
+  function queueOf(name: string): DeliveryQueue {
+    const queue = pipeline.deliveryQueue(name);
     if (!queue) throw new UnknownTargetError(name);
     return queue;
   }
@@ -16,7 +17,7 @@ export function createTargetControl(deliveries: ReadonlyMap<string, Queue>) {
       await queueOf(name).resume();
     },
     async states(): Promise<{ target: string; paused: boolean }[]> {
-      return Promise.all([...deliveries].map(async ([target, q]) => ({ target, paused: await q.isPaused() })));
+      return Promise.all(pipeline.deliveryQueues().map(async ([target, q]) => ({ target, paused: await q.isPaused() })));
     },
   };
 }

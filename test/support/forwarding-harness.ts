@@ -1,14 +1,12 @@
-import { Queue } from 'bullmq';
 import type { Config } from '../../src/config/schema';
 import { createDeadLetters, type DeadLetters } from '../../src/operations/dead-letters';
-import { openDeliveryQueues, closeQueues } from '../../src/forwarding/delivery-queues';
 import { targetSchema } from '../../src/forwarding/target-schema';
 import { startWorkers, type RunningWorkers } from '../../src/forwarding/workers';
 import { createLogger } from '../../src/logging/logger';
 import type { Metrics } from '../../src/monitoring/metrics';
 import { wireAdmin } from '../../src/admin/wiring';
 import type { Express } from 'express';
-import { createProducerConnection } from '../../src/queue/connection';
+import type { Pipeline } from '../../src/pipeline/pipeline';
 import { buildHarness, LogCapture, type Harness } from './harness';
 import { FakePlatform } from './platform';
 
@@ -17,10 +15,11 @@ export const ADMIN_TEST_TOKEN = 'test-admin-token-0123456789';
 export interface ForwardingHarness {
   receiver: Harness;
   config: Config;
+  /** The one pipeline receiver, workers and admin share, as in one process. */
+  pipeline: Pipeline;
   workers: RunningWorkers;
   metrics: Metrics;
   logs: LogCapture;
-  deliveryQueues: Map<string, Queue>;
   deadLetters: DeadLetters;
   platform: FakePlatform;
   /** The admin app over the same Redis, with ADMIN_TOKEN = ADMIN_TEST_TOKEN. */
@@ -31,37 +30,32 @@ export interface ForwardingHarness {
 
 /** The receiver app plus in-process workers forwarding to the given targets, on a fresh queue prefix. */
 export function buildForwarding(platform: FakePlatform, targets: Record<string, unknown>[], env: Record<string, string> = {}): ForwardingHarness {
-  const receiver = buildHarness({ PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64, ADMIN_TOKEN: ADMIN_TEST_TOKEN, ...env });
-  const config: Config = {
-    ...receiver.config,
+  const receiver = buildHarness({ PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64, ADMIN_TOKEN: ADMIN_TEST_TOKEN, ...env }, Date.now, (base) => ({
+    ...base,
     // Short timeouts and backoff so retries happen in milliseconds; the rest are the real defaults.
     targets: targets.map((t) => targetSchema.parse({ events: ['*'], timeoutMs: 2000, maxAttempts: 3, backoff: { initialMs: 50, maxMs: 200 }, ...t })),
     worker: { lockDurationMs: 5000, stalledIntervalMs: 1000, shutdownTimeoutMs: 2000 },
-  };
+  }));
+  const { config, pipeline } = receiver;
   const logs = new LogCapture();
   const metrics = receiver.metrics; // one registry for receiver, workers and admin, as in one process
   const logger = createLogger('info', logs.stream);
-  const workers = startWorkers(config, logger, metrics);
-  const connection = createProducerConnection(config.redisUrl);
+  const workers = startWorkers(config, pipeline, logger, metrics);
   const adminLogs = new LogCapture();
-  const admin = wireAdmin(config, connection, metrics.registry, createLogger('info', adminLogs.stream));
-  const deliveryQueues = openDeliveryQueues(connection, config.queuePrefix, config.targets);
+  const admin = wireAdmin(config, pipeline, metrics.registry, createLogger('info', adminLogs.stream));
   return {
     receiver,
     config,
+    pipeline,
     workers,
     metrics,
     logs,
-    deliveryQueues,
-    deadLetters: createDeadLetters(deliveryQueues),
+    deadLetters: createDeadLetters(pipeline),
     platform,
-    admin: admin.app,
+    admin,
     adminLogs,
     async close() {
       await workers.close();
-      await admin.queues.close();
-      await closeQueues(deliveryQueues);
-      connection.disconnect();
       await receiver.close();
     },
   };

@@ -7,8 +7,8 @@ import { loadConfig } from '../../src/config/load';
 import type { Config } from '../../src/config/schema';
 import { createLogger } from '../../src/logging/logger';
 import { createMetrics, type Metrics } from '../../src/monitoring/metrics';
-import { createProducerConnection } from '../../src/queue/connection';
-import type { Ingest } from '../../src/queue/ingest';
+import { createProducerConnection } from '../../src/pipeline/connection';
+import { createPipeline, pipelineOptions, type Pipeline } from '../../src/pipeline/pipeline';
 import { buildReceiverApp } from '../../src/receiver';
 
 export function testRedisUrl(): string {
@@ -46,33 +46,35 @@ export function testConfig(env: Record<string, string | undefined>): Config {
 export interface Harness {
   app: Express;
   config: Config;
-  ingest: Ingest;
+  /** The queues, as the entry point builds them once per process. */
+  pipeline: Pipeline;
   redis: Redis;
   logs: LogCapture;
   metrics: Metrics;
   close(): Promise<void>;
 }
 
-/** The real public app on a real Redis, with an injectable clock and captured logs. */
-export function buildHarness(env: Record<string, string | undefined>, clock: () => number = Date.now): Harness {
-  const config = testConfig(env);
+/** The real public app on a real Redis, with an injectable clock and captured logs; `adjust` edits the config first. */
+export function buildHarness(env: Record<string, string | undefined>, clock: () => number = Date.now, adjust: (config: Config) => Config = (c) => c): Harness {
+  const config = adjust(testConfig(env));
   const logs = new LogCapture();
   const logger = createLogger(config.logLevel, logs.stream);
   const metrics = createMetrics();
   const connection = createProducerConnection(config.redisUrl, config.enqueueTimeoutMs);
   connection.on('error', () => undefined);
-  const { app, ingest } = buildReceiverApp({ config, keys: loadPlatformKeys(config.platformPublicKeys), logger, metrics, clock, connection });
+  const pipeline = createPipeline(connection, pipelineOptions(config));
+  const app = buildReceiverApp({ config, keys: loadPlatformKeys(config.platformPublicKeys), logger, metrics, clock, pipeline });
   const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1 });
   redis.on('error', () => undefined);
   return {
     app,
     config,
-    ingest,
+    pipeline,
     redis,
     logs,
     metrics,
     async close() {
-      await ingest.close();
+      await pipeline.close();
       connection.disconnect();
       redis.disconnect();
     },

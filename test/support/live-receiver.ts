@@ -2,12 +2,15 @@ import type { Config } from '../../src/config/schema';
 import { loadPlatformKeys } from '../../src/config/keys';
 import { createLogger } from '../../src/logging/logger';
 import { createMetrics, type Metrics } from '../../src/monitoring/metrics';
+import { createProducerConnection } from '../../src/pipeline/connection';
+import { createPipeline, pipelineOptions, type Pipeline } from '../../src/pipeline/pipeline';
 import { startReceiver, type RunningReceiver } from '../../src/receiver';
 import { LogCapture, testConfig } from './harness';
 
 export interface LiveReceiver {
   receiver: RunningReceiver;
   config: Config;
+  pipeline: Pipeline;
   port: number;
   logs: LogCapture;
   metrics: Metrics;
@@ -22,6 +25,21 @@ export async function startLiveReceiver(env: Record<string, string>, adjust: (c:
   const config = adjust(testConfig({ PORT: '0', HOST: '127.0.0.1', ...env }));
   const logs = new LogCapture();
   const metrics = createMetrics(undefined, false);
-  const receiver = await startReceiver({ config, keys: loadPlatformKeys(config.platformPublicKeys), logger: createLogger(config.logLevel, logs.stream), metrics });
-  return { receiver, config, port: receiver.port, logs, metrics, close: () => receiver.close() };
+  const connection = createProducerConnection(config.redisUrl, config.enqueueTimeoutMs);
+  connection.on('error', () => undefined);
+  const pipeline = createPipeline(connection, pipelineOptions(config));
+  const receiver = await startReceiver({ config, keys: loadPlatformKeys(config.platformPublicKeys), logger: createLogger(config.logLevel, logs.stream), metrics, pipeline });
+  return {
+    receiver,
+    config,
+    pipeline,
+    port: receiver.port,
+    logs,
+    metrics,
+    async close() {
+      await receiver.close();
+      await pipeline.close();
+      connection.disconnect();
+    },
+  };
 }

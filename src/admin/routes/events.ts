@@ -1,21 +1,19 @@
 import { Router } from 'express';
-import type { Redis } from 'ioredis';
 import { findEvent } from '../../operations/event-lookup';
-import { eventIdsForRequest } from '../../operations/request-index';
-import type { ServiceQueues } from '../../queue/open-queues';
+import type { Pipeline } from '../../pipeline/pipeline';
 
-export function eventRoutes(redis: Redis, queues: ServiceQueues, prefix: string, mask: (p: unknown) => unknown): Router {
+export function eventRoutes(pipeline: Pipeline, mask: (p: unknown) => unknown): Router {
   const router = Router();
   router.get('/:eventId', async (req, res) => {
-    const event = await findEvent(redis, queues, req.params.eventId, mask);
+    const event = await findEvent(pipeline, req.params.eventId, mask);
     if (!event) return void res.status(404).json({ error: 'not_found', message: `no event ${req.params.eventId} (unknown, or past the de-duplication window)` });
     res.json(event);
   });
   router.get('/', async (req, res) => {
     const requestId = req.query.requestId;
     if (typeof requestId !== 'string' || !requestId) return void res.status(400).json({ error: 'bad_query', message: 'give ?requestId=<the platform request_id>' });
-    const ids = await eventIdsForRequest(redis, prefix, requestId);
-    const events = await Promise.all(ids.map((id) => findEvent(redis, queues, id, mask)));
+    const ids = await pipeline.eventIdsForRequest(requestId);
+    const events = await Promise.all(ids.map((id) => findEvent(pipeline, id, mask)));
     res.json({ requestId, events: events.filter((e) => e !== undefined) });
   });
   return router;

@@ -1,12 +1,12 @@
 import { Router } from 'express';
 import { summariseQueues } from '../../operations/queue-summary';
 import type { TargetControl } from '../../operations/targets';
-import type { ServiceQueues } from '../../queue/open-queues';
+import type { Pipeline } from '../../pipeline/pipeline';
 
-export function queueRoutes(queues: ServiceQueues, targets: TargetControl): Router {
+export function queueRoutes(pipeline: Pick<Pipeline, 'allQueues'>, targets: TargetControl): Router {
   const router = Router();
   router.get('/', async (_req, res) => {
-    const [summaries, targetStates] = await Promise.all([summariseQueues(queues.all.values()), targets.states()]);
+    const [summaries, targetStates] = await Promise.all([summariseQueues(pipeline.allQueues()), targets.states()]);
     res.json({ queues: summaries, targets: targetStates });
   });
   return router;

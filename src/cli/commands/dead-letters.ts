@@ -36,8 +36,8 @@ export async function deadLetterCommand(ctx: OperatorContext, args: string[]): P
     to: parseTime(values.to),
     limit: values.limit ? Number(values.limit) : undefined,
   };
-  return withQueues(config, async (queues) => {
-    const deadLetters = createDeadLetters(queues.deliveries);
+  return withQueues(config, async (pipeline) => {
+    const deadLetters = createDeadLetters(pipeline);
     if (sub === 'list') {
       const items = await deadLetters.list(filter);
       if (values.json) out(JSON.stringify(items, null, 2));
@@ -53,7 +53,7 @@ export async function deadLetterCommand(ctx: OperatorContext, args: string[]): P
     if (sub === 'replay') {
       if (!values.all && positionals.length === 0) throw new Error('name dead letters to replay (<target>/<job id> …) or pass --all (with optional filters)');
       const { limit: _limit, ...matching } = filter;
-      const result = await recoveryFor(ctx, queues).replayDeadLetters(ctx.actor, values.all ? { all: true, ...matching } : { ids: positionals });
+      const result = await recoveryFor(ctx, pipeline).replayDeadLetters(ctx.actor, values.all ? { all: true, ...matching } : { ids: positionals });
       for (const id of result.replayed) out(`replayed   ${id}`);
       for (const id of result.notFound) out(`not found  ${id}`);
       return result.notFound.length ? 1 : 0;

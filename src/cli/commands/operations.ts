@@ -4,7 +4,6 @@ import { createMasker } from '../../logging/mask';
 import { findEvent } from '../../operations/event-lookup';
 import { createQuarantine } from '../../operations/quarantine';
 import { summariseQueues } from '../../operations/queue-summary';
-import { eventIdsForRequest } from '../../operations/request-index';
 import { createTargetControl } from '../../operations/targets';
 import { recoveryFor, type OperatorContext } from '../operator-context';
 import { formatTable } from '../table';
@@ -12,8 +11,8 @@ import { withQueues } from '../with-queues';
 
 /** `queues`: every queue's counts in a table. */
 export function queuesCommand({ config, out }: OperatorContext): Promise<number> {
-  return withQueues(config, async (queues) => {
-    const summaries = await summariseQueues(queues.all.values());
+  return withQueues(config, async (pipeline) => {
+    const summaries = await summariseQueues(pipeline.allQueues());
     out(formatTable(
       ['QUEUE', 'WAITING', 'ACTIVE', 'DELAYED', 'FAILED', 'COMPLETED', 'OLDEST WAITING', 'PAUSED'],
       summaries.map((s) => [s.queue, s.counts.waiting, s.counts.active, s.counts.delayed, s.counts.failed, s.counts.completed, `${Math.round(s.oldestWaitingSeconds)} s`, s.paused ? 'yes' : '']),
@@ -25,13 +24,13 @@ export function queuesCommand({ config, out }: OperatorContext): Promise<number>
 /** `event <event id>` or `event --request-id <id>`: where an event is and each delivery's attempts. */
 export function eventCommand({ config, out }: OperatorContext, args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { 'request-id': { type: 'string' } } });
-  return withQueues(config, async (queues, redis) => {
+  return withQueues(config, async (pipeline) => {
     const mask = createMasker(config.sensitiveFields);
-    const ids = values['request-id'] ? await eventIdsForRequest(redis, config.queuePrefix, values['request-id']) : positionals;
+    const ids = values['request-id'] ? await pipeline.eventIdsForRequest(values['request-id']) : positionals;
     if (ids.length === 0) throw new Error('give an event id, or --request-id <platform request_id>');
     let missing = 0;
     for (const id of ids) {
-      const event = await findEvent(redis, queues, id, mask);
+      const event = await findEvent(pipeline, id, mask);
       if (!event) {
         out(`${id}: not found`);
         missing++;
@@ -53,8 +52,8 @@ export function quarantineCommand(ctx: OperatorContext, args: string[]): Promise
   const { config, out } = ctx;
   const [sub, ...rest] = args;
   const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: { body: { type: 'string' }, limit: { type: 'string' } } });
-  return withQueues(config, async (queues) => {
-    const quarantine = createQuarantine(queues, { dedupWindowMs: config.dedupWindowMs });
+  return withQueues(config, async (pipeline) => {
+    const quarantine = createQuarantine(pipeline);
     if (sub === 'list') {
       const items = await quarantine.list(values.limit ? Number(values.limit) : 100);
       out(formatTable(['ID', 'EVENT TYPE', 'RECEIVED AT', 'BYTES', 'ERRORS'], items.map((q) => [q.id, q.eventType, q.receivedAt, q.bodyBytes, q.errors.join('; ')])));
@@ -64,7 +63,7 @@ export function quarantineCommand(ctx: OperatorContext, args: string[]): Promise
     if (sub === 'replay') {
       if (positionals.length === 0) throw new Error('name the quarantined ids to replay');
       const body = values.body === undefined ? undefined : readFileSync(values.body === '-' ? 0 : values.body, 'utf8');
-      const results = await recoveryFor(ctx, queues).replayQuarantined(ctx.actor, positionals, body);
+      const results = await recoveryFor(ctx, pipeline).replayQuarantined(ctx.actor, positionals, body);
       for (const r of results) out(`${r.outcome.padEnd(15)}${r.id}${'errors' in r ? `  ${r.errors.join('; ')}` : ''}`);
       return results.every((r) => r.outcome === 'queued' || r.outcome === 'already_queued') ? 0 : 1;
     }
@@ -76,14 +75,14 @@ export function quarantineCommand(ctx: OperatorContext, args: string[]): Promise
 export function targetCommand(ctx: OperatorContext, args: string[]): Promise<number> {
   const { config, out } = ctx;
   const [sub, name] = args;
-  return withQueues(config, async (queues) => {
-    const control = createTargetControl(queues.deliveries);
+  return withQueues(config, async (pipeline) => {
+    const control = createTargetControl(pipeline);
     if (sub === 'list') {
       out(formatTable(['TARGET', 'PAUSED'], (await control.states()).map((t) => [t.target, t.paused ? 'yes' : 'no'])));
       return 0;
     }
     if ((sub === 'pause' || sub === 'resume') && name) {
-      await recoveryFor(ctx, queues).setTargetPaused(ctx.actor, name, sub === 'pause');
+      await recoveryFor(ctx, pipeline).setTargetPaused(ctx.actor, name, sub === 'pause');
       out(`${name}: ${sub === 'pause' ? 'paused' : 'resumed'}`);
       return 0;
     }

@@ -33,6 +33,44 @@ export interface QuarantineJob extends ReceivedNotification {
   errors: string[];
 }
 
+/** What the fan-out step returns: the targets it gave a delivery job. */
+export interface FanoutResult {
+  targets: string[];
+}
+
+/**
+ * One (event, target) delivery. It carries everything the request needs, so its retries do not
+ * depend on the event job, which the retention settings remove long before 12 attempts are spent.
+ */
+export type DeliveryJob = Pick<
+  EventJob,
+  'eventId' | 'eventType' | 'receivedAt' | 'path' | 'rawBody' | 'rawBodyEncoding' | 'contentType' | 'signatureHeaders' | 'merchantId'
+> & {
+  target: string;
+  /** Set when the delivery is dead-lettered: what the last attempt saw. */
+  lastFailure?: DeliveryFailure;
+};
+
+/** What a successful delivery attempt returns (the job's return value). */
+export interface DeliveryResult {
+  status: number;
+  latencyMs: number;
+}
+
+export interface DeliveryFailure {
+  at: string;
+  attempt: number;
+  status?: number;
+  error: string;
+  /** The first bytes of the target's answer. */
+  responseExcerpt?: string;
+}
+
+export function toDeliveryJob(event: EventJob, target: string): DeliveryJob {
+  const { eventId, eventType, receivedAt, path, rawBody, rawBodyEncoding, contentType, signatureHeaders, merchantId } = event;
+  return { eventId, eventType, receivedAt, path, rawBody, rawBodyEncoding, contentType, signatureHeaders, merchantId, target };
+}
+
 export function decodeRawBody(job: Pick<ReceivedNotification, 'rawBody' | 'rawBodyEncoding'>): Buffer {
   return Buffer.from(job.rawBody, job.rawBodyEncoding);
 }

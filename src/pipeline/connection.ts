@@ -25,6 +25,12 @@ export function createOperatorConnection(url: string): Redis {
   });
 }
 
+/** Resolves once the connection is ready: BullMQ waits like this itself; our own commands on a connection without an offline queue must too. */
+export function whenReady(connection: Redis): Promise<void> {
+  if (connection.status === 'ready') return Promise.resolve();
+  return new Promise((resolve) => connection.once('ready', () => resolve()));
+}
+
 /** A connection for BullMQ workers, which block on Redis and must retry forever. */
 export function createWorkerConnection(url: string): Redis {
   return new Redis(url, { maxRetriesPerRequest: null, retryStrategy: (times) => Math.min(times * 100, 2000) });

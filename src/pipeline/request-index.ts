@@ -1,14 +1,12 @@
 import type { Redis } from 'ioredis';
+import { whenReady } from './connection';
+import { ownKeys } from './names';
 
 /**
  * Index from the platform's `request_id` to our event ids, so an operator can look an event up by the
- * id the platform and the merchant's systems know. Written by the fan-out worker, off the
- * acknowledgement path; kept as long as the de-duplication window.
+ * id the platform and the merchant's systems know. Written at fan-out, off the acknowledgement path;
+ * kept as long as the de-duplication window.
  */
-export function requestIndexKey(prefix: string, requestId: string): string {
-  return `${prefix}:index:request_id:${requestId}`;
-}
-
 export function requestIdsOf(payload: unknown): string[] {
   if (typeof payload !== 'object' || payload === null) return [];
   const top = (payload as { request_id?: unknown }).request_id;
@@ -27,9 +25,10 @@ end`;
 export async function indexRequestIds(redis: Redis, prefix: string, payload: unknown, eventId: string, ttlMs: number): Promise<void> {
   const ids = requestIdsOf(payload);
   if (ids.length === 0) return;
-  await redis.eval(INDEX, ids.length, ...ids.map((id) => requestIndexKey(prefix, id)), eventId, String(ttlMs));
+  await whenReady(redis);
+  await redis.eval(INDEX, ids.length, ...ids.map((id) => ownKeys.requestIndex(prefix, id)), eventId, String(ttlMs));
 }
 
 export async function eventIdsForRequest(redis: Redis, prefix: string, requestId: string): Promise<string[]> {
-  return (await redis.smembers(requestIndexKey(prefix, requestId))).sort();
+  return (await redis.smembers(ownKeys.requestIndex(prefix, requestId))).sort();
 }

@@ -1,0 +1,22 @@
+import type { EventType } from '../events/table';
+
+/** Notifications that verified but are not valid JSON or fail their schema. */
+export const QUARANTINE_QUEUE = 'quarantine';
+
+/** The queue holding received events of one type; the name is the event type itself. */
+export function eventQueueName(type: EventType): string {
+  return type;
+}
+
+/** The queue of one target's deliveries. */
+export function deliveryQueueName(target: string): string {
+  return `deliver.${target}`;
+}
+
+/** Keys of our own beside BullMQ's, under the same prefix so one prefix (or hash tag) holds everything. */
+export const ownKeys = {
+  /** Binds a legacy (v1.2) signature to the first event type it arrived for. */
+  legacySignature: (prefix: string, replayKey: string) => `${prefix}:legacy-signature:${replayKey}`,
+  /** Set of event ids carrying one platform `request_id`. */
+  requestIndex: (prefix: string, requestId: string) => `${prefix}:index:request_id:${requestId}`,
+};

@@ -1,0 +1,153 @@
+import type { Job, Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Config } from '../config/schema';
+import type { EventType } from '../events/table';
+import type { Target } from '../forwarding/target-schema';
+import { createIngest, type Ingest } from './ingest';
+import { deliveryJobOptions, eventJobOptions, type Retention } from './job-options';
+import { toDeliveryJob, type EventJob, type QuarantineJob } from './jobs';
+import { eventIdsForRequest, indexRequestIds } from './request-index';
+import { openDeliveryQueue, openEventQueues, openQuarantineQueue, type DeliveryQueue, type EventQueue, type QuarantineQueue } from './queues';
+
+export interface PipelineOptions {
+  /** Key prefix of every queue and of our own keys. @defaultValue `whr` */
+  prefix: string;
+  /** How long an add may take before the notification is answered 503. @defaultValue 3000 */
+  enqueueTimeoutMs: number;
+  /** How long the same event id is recognised (and the request-id index kept). @defaultValue 7 days */
+  dedupWindowMs: number;
+  retention: Retention;
+  /** How long a legacy signature stays bound to its event type: twice the timestamp tolerance. */
+  legacyBindingTtlMs: number;
+  /** The targets at start, each with a delivery queue ({@link Pipeline.setTargets} changes them later). */
+  targets: readonly Target[];
+}
+
+export function pipelineOptions(config: Config): PipelineOptions {
+  return {
+    prefix: config.queuePrefix,
+    enqueueTimeoutMs: config.enqueueTimeoutMs,
+    dedupWindowMs: config.dedupWindowMs,
+    retention: config.retention,
+    legacyBindingTtlMs: 2 * config.timestampToleranceMs,
+    targets: config.targets,
+  };
+}
+
+/** An event found by its id: the queue it is in (its type's, or quarantine) and its job. */
+export type FoundEvent =
+  | { queue: EventQueue; job: Job<EventJob, unknown, EventType> }
+  | { queue: QuarantineQueue; job: Job<QuarantineJob, unknown, EventType> };
+
+/**
+ * Every queue of the service, the job options that go with them and the look-ups over them, on one
+ * connection. Built once per process by the entry point and handed to the receiver, the workers,
+ * the admin API, the CLI and metrics; nothing else opens a queue or builds job options.
+ */
+export interface Pipeline extends Ingest {
+  readonly prefix: string;
+  /** The connection the queues share; our own keys (legacy binding, request index) use it too. */
+  readonly redis: Redis;
+  readonly options: PipelineOptions;
+  eventQueue(type: EventType): EventQueue;
+  eventQueues(): EventQueue[];
+  readonly quarantine: QuarantineQueue;
+  /** The target's delivery queue; undefined when no such target is configured. */
+  deliveryQueue(target: string): DeliveryQueue | undefined;
+  /** [target name, its queue] for every current target. */
+  deliveryQueues(): [string, DeliveryQueue][];
+  /** Every queue: events, quarantine, deliveries (for summaries, metrics and the dashboard). */
+  allQueues(): Queue[];
+  /** The current targets. */
+  targets(): readonly Target[];
+  /** Opens the queues of new targets and closes those of removed ones (jobs stay in Redis). */
+  setTargets(targets: readonly Target[]): Promise<void>;
+  /**
+   * Gives each target one delivery job for the event; the job id is the event id, so a retried
+   * fan-out never gives a target a second one.
+   */
+  addDeliveries(event: EventJob, targets: readonly Target[]): Promise<void>;
+  /** Remembers the event under its payload's `request_id`(s) for the de-duplication window. */
+  indexRequestIds(event: EventJob): Promise<void>;
+  /** The event by its id, through BullMQ's de-duplication record (within the window). */
+  findEvent(eventId: string): Promise<FoundEvent | undefined>;
+  eventIdsForRequest(requestId: string): Promise<string[]>;
+  /** Closes the queues; the connection is the caller's. */
+  close(): Promise<void>;
+}
+
+export function createPipeline(connection: Redis, options: PipelineOptions): Pipeline {
+  const { prefix } = options;
+  const eventOptions = eventJobOptions(options.retention);
+  const events = openEventQueues(connection, prefix, eventOptions);
+  const quarantine = openQuarantineQueue(connection, prefix, eventOptions);
+  const deliveries = new Map<string, DeliveryQueue>();
+  let targets: readonly Target[] = [];
+
+  const eventQueue = (type: EventType): EventQueue => {
+    const queue = events.get(type);
+    if (!queue) throw new Error(`no queue for event type ${type}`);
+    return queue;
+  };
+  const ingest = createIngest(connection, options, { event: eventQueue, quarantine });
+
+  /** Opens queues for new targets at once; returns the queues of removed ones, for the caller to close. */
+  function applyTargets(next: readonly Target[]): DeliveryQueue[] {
+    const names = new Set(next.map((t) => t.name));
+    const removed = [...deliveries].filter(([name]) => !names.has(name));
+    for (const [name] of removed) deliveries.delete(name);
+    for (const t of next) if (!deliveries.has(t.name)) deliveries.set(t.name, openDeliveryQueue(connection, prefix, t.name));
+    targets = next;
+    return removed.map(([, queue]) => queue);
+  }
+  applyTargets(options.targets);
+
+  return {
+    ...ingest,
+    prefix,
+    redis: connection,
+    options,
+    eventQueue,
+    eventQueues: () => [...events.values()],
+    quarantine,
+    deliveryQueue: (target) => deliveries.get(target),
+    deliveryQueues: () => [...deliveries],
+    allQueues: () => [...events.values(), quarantine, ...deliveries.values()],
+    targets: () => targets,
+    async setTargets(next) {
+      await Promise.all(applyTargets(next).map((q) => q.close()));
+    },
+    async addDeliveries(event, to) {
+      await Promise.all(
+        to.map((target) => {
+          const queue = deliveries.get(target.name);
+          if (!queue) throw new Error(`no delivery queue for target ${target.name}`);
+          return queue.add(event.eventType, toDeliveryJob(event, target.name), deliveryJobOptions(event.eventId, target, options.retention));
+        }),
+      );
+    },
+    indexRequestIds: (event) => indexRequestIds(connection, prefix, event.payload, event.eventId, options.dedupWindowMs),
+    async findEvent(eventId) {
+      for (const queue of events.values()) {
+        const job = await jobByDeduplicationId(queue, eventId);
+        if (job) return { queue, job };
+      }
+      const job = await jobByDeduplicationId(quarantine, eventId);
+      return job ? { queue: quarantine, job } : undefined;
+    },
+    eventIdsForRequest: (requestId) => eventIdsForRequest(connection, prefix, requestId),
+    async close() {
+      await Promise.all([...events.values(), quarantine, ...deliveries.values()].map((q) => q.close()));
+    },
+  };
+}
+
+interface DeduplicatingQueue<J> {
+  getDeduplicationJobId(id: string): Promise<string | null>;
+  getJob(id: string): Promise<J | undefined>;
+}
+
+async function jobByDeduplicationId<J>(queue: DeduplicatingQueue<J>, eventId: string): Promise<J | undefined> {
+  const jobId = await queue.getDeduplicationJobId(eventId);
+  return jobId ? ((await queue.getJob(jobId)) ?? undefined) : undefined;
+}
