@@ -1,10 +1,13 @@
 import { z } from 'zod';
 import { EVENT_TYPES } from '../events/table';
+import { isLoopbackUrl, secretKeyBytes } from './target-url';
+
+/** HMAC-SHA256 keys shorter than this can be guessed offline from one signed request. */
+export const MIN_SECRET_BYTES = 24;
 
 const eventSelector = z.union([z.literal('*'), z.enum(EVENT_TYPES as [string, ...string[]])]);
 
-/** One of the merchant's own systems that receives forwarded events. */
-export const targetSchema = z.object({
+const targetFields = z.object({
   /** Names the target in queues, metrics and logs. */
   name: z.string().regex(/^[a-z0-9_-]{1,40}$/, 'lower-case letters, digits, _ and -, at most 40'),
   url: z.url({ protocol: /^https?$/ }),
@@ -30,6 +33,33 @@ export const targetSchema = z.object({
   format: z.enum(['standard', 'passthrough']).default('standard'),
   /** 4xx statuses to retry like 5xx (408 and 429 always are); any other 4xx is permanent. @defaultValue [] */
   retryStatuses: z.array(z.number().int().min(400).max(499)).default([]),
+  /** Allows an `http://` URL to a host other than this machine. @defaultValue false */
+  allowInsecure: z.boolean().default(false),
+});
+
+/**
+ * One of the merchant's own systems that receives forwarded events. Plain HTTP only to this machine
+ * (unless the target says `allowInsecure`), and every secret at least {@link MIN_SECRET_BYTES} bytes.
+ */
+export const targetSchema = targetFields.superRefine((t, ctx) => {
+  const url = new URL(t.url);
+  if (url.protocol === 'http:' && !t.allowInsecure && !isLoopbackUrl(url)) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['url'],
+      message: `target "${t.name}": http:// is allowed only to this machine (localhost, 127.0.0.0/8, ::1); use https://, or set allowInsecure: true`,
+    });
+  }
+  for (const secret of ([] as string[]).concat(t.secret ?? [])) {
+    const bytes = secretKeyBytes(secret);
+    if (bytes < MIN_SECRET_BYTES) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['secret'],
+        message: `target "${t.name}": a secret carries ${bytes} bytes; at least ${MIN_SECRET_BYTES} (whsec_ and the Base64 of ${MIN_SECRET_BYTES} or more random bytes)`,
+      });
+    }
+  }
 });
 
 export type Target = z.infer<typeof targetSchema>;

@@ -1,0 +1,159 @@
+import { createServer as createHttpServer, type Server, type ServerResponse } from 'node:http';
+import { createServer as createTcpServer, type Server as TcpServer, type Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { Agent } from 'undici';
+import { attemptDelivery, PermanentDeliveryError } from '../src/forwarding/attempt';
+import { TransientDeliveryError } from '../src/forwarding/backoff';
+import { targetSchema, type Target } from '../src/forwarding/target-schema';
+
+const TIMEOUT_MS = 500;
+/** Slack for a loaded 2-core machine; undici's fast timers also tick at about 500 ms. */
+const SLACK_MS = 1500;
+
+function problems(input: Record<string, unknown>): string[] {
+  const result = targetSchema.safeParse({ name: 'ledger', events: ['*'], ...input });
+  return result.success ? [] : result.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+}
+
+describe('target configuration', () => {
+  it.each(['http://127.0.0.1:9000/hook', 'http://127.8.9.10/hook', 'http://localhost:9000/hook', 'http://[::1]:9000/hook', 'https://ledger.example/hook'])(
+    'accepts %s',
+    (url) => expect(problems({ url })).toEqual([]),
+  );
+
+  it.each(['http://ledger.example/hook', 'http://10.0.0.5/hook', 'http://128.0.0.1/hook', 'http://[::2]/hook', 'http://localhost.example/hook'])(
+    'refuses plain http to another host, %s, naming the target',
+    (url) => {
+      expect(problems({ url })).toEqual([
+        'url: target "ledger": http:// is allowed only to this machine (localhost, 127.0.0.0/8, ::1); use https://, or set allowInsecure: true',
+      ]);
+    },
+  );
+
+  it('accepts plain http to another host when the target says allowInsecure: true', () => {
+    expect(problems({ url: 'http://ledger.internal/hook', allowInsecure: true })).toEqual([]);
+  });
+
+  it('refuses a secret of fewer than 24 bytes, and accepts 24', () => {
+    const short = `whsec_${Buffer.alloc(23, 7).toString('base64')}`;
+    expect(problems({ url: 'https://l.example/', secret: short })).toEqual([
+      'secret: target "ledger": a secret carries 23 bytes; at least 24 (whsec_ and the Base64 of 24 or more random bytes)',
+    ]);
+    expect(problems({ url: 'https://l.example/', secret: `whsec_${Buffer.alloc(24, 7).toString('base64')}` })).toEqual([]);
+    expect(problems({ url: 'https://l.example/', secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' })).toEqual([]);
+    expect(JSON.stringify(problems({ url: 'https://l.example/', secret: short }))).not.toContain(short.slice(6));
+  });
+});
+
+describe('one delivery attempt', () => {
+  let dispatcher: Agent;
+  beforeEach(() => {
+    dispatcher = new Agent({ connections: 2, keepAliveTimeout: 4000 });
+  });
+  afterEach(() => dispatcher.close());
+
+  const target = (url: string): Target => targetSchema.parse({ name: 'slow', url, events: ['*'], timeoutMs: TIMEOUT_MS });
+  const outgoing = { headers: { 'content-type': 'application/json' }, body: Buffer.from('{}') };
+
+  async function timed<T>(work: Promise<T>): Promise<{ ms: number; value?: T; error?: unknown }> {
+    const started = Date.now();
+    try {
+      const value = await work;
+      return { ms: Date.now() - started, value };
+    } catch (error) {
+      return { ms: Date.now() - started, error };
+    }
+  }
+
+  async function httpServer(handler: (res: ServerResponse, closed: () => void) => void): Promise<{ server: Server; url: string; closes: number[] }> {
+    const closes: number[] = [];
+    const server = createHttpServer((req, res) => {
+      req.resume();
+      handler(res, () => closes.push(Date.now()));
+      res.on('close', () => closes.push(Date.now()));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, closes };
+  }
+
+  async function stop(server: Server | TcpServer): Promise<void> {
+    if ('closeAllConnections' in server) server.closeAllConnections();
+    await new Promise<void>((r) => server.close(() => r()));
+  }
+
+  it('ends by the target timeout when the answer body trickles one byte per 100 ms, freeing the slot', async () => {
+    const timers: NodeJS.Timeout[] = [];
+    const { server, url } = await httpServer((res) => {
+      res.writeHead(503, { 'content-type': 'text/plain' });
+      timers.push(setInterval(() => res.write('x'), 100));
+    });
+    const result = await timed(attemptDelivery(target(url), dispatcher, outgoing));
+    timers.forEach(clearInterval);
+    await stop(server);
+
+    expect(result.ms).toBeGreaterThanOrEqual(TIMEOUT_MS - 50);
+    expect(result.ms).toBeLessThan(TIMEOUT_MS + SLACK_MS);
+    // The status arrived in time and stands; the excerpt is what trickled in before the deadline.
+    expect(result.error).toBeInstanceOf(TransientDeliveryError);
+    expect(result.error).toMatchObject({ status: 503, responseExcerpt: expect.stringMatching(/^x{1,10}$/) });
+  });
+
+  it('ends by the target timeout when the headers trickle one byte per 100 ms', async () => {
+    const sockets: Socket[] = [];
+    const timers: NodeJS.Timeout[] = [];
+    const server = createTcpServer((socket) => {
+      sockets.push(socket);
+      socket.on('error', () => undefined);
+      socket.once('data', () => {
+        socket.write('HTTP/1.1 200 OK\r\nX-Slow: ');
+        timers.push(setInterval(() => socket.write('y'), 100));
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+    const result = await timed(attemptDelivery(target(url), dispatcher, outgoing));
+    timers.forEach(clearInterval);
+    sockets.forEach((s) => s.destroy());
+    await stop(server);
+
+    expect(result.ms).toBeLessThan(TIMEOUT_MS + SLACK_MS);
+    expect(result.error).toBeInstanceOf(TransientDeliveryError);
+    expect((result.error as Error).message).toBe(`timeout after ${TIMEOUT_MS} ms`);
+  });
+
+  it('reads 512 bytes of an endless answer, then drops the connection instead of draining it', async () => {
+    let written = 0;
+    const timers: NodeJS.Timeout[] = [];
+    const { server, url, closes } = await httpServer((res) => {
+      res.writeHead(400, { 'content-type': 'text/plain' });
+      const chunk = 'e'.repeat(16 * 1024);
+      timers.push(
+        setInterval(() => {
+          res.write(chunk);
+          written += chunk.length;
+        }, 5),
+      );
+    });
+    const slow = { ...target(url), timeoutMs: 5000 };
+    const result = await timed(attemptDelivery(slow, dispatcher, outgoing));
+    await new Promise((r) => setTimeout(r, 100));
+    timers.forEach(clearInterval);
+    await stop(server);
+
+    expect(result.ms).toBeLessThan(1000); // neither read to the end (there is none) nor held until the deadline
+    expect(result.error).toBeInstanceOf(PermanentDeliveryError);
+    expect((result.error as PermanentDeliveryError).responseExcerpt).toBe('e'.repeat(512));
+    expect(closes.length).toBeGreaterThanOrEqual(1); // the server saw the connection go
+    expect(written).toBeLessThan(4 * 1024 * 1024);
+  });
+
+  it('keeps a short answer whole and succeeds on 2xx', async () => {
+    const { server, url } = await httpServer((res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.end('ok');
+    });
+    const result = await timed(attemptDelivery(target(url), dispatcher, outgoing));
+    await stop(server);
+    expect(result.value).toMatchObject({ status: 200 });
+  });
+});
