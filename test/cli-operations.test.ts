@@ -3,7 +3,7 @@ import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
 import { stringify } from 'yaml';
 import { runCli } from '../src/cli/run';
-import { buildForwarding, type ForwardingHarness } from './support/forwarding-harness';
+import { buildForwarding, waitUntil, type ForwardingHarness } from './support/forwarding-harness';
 import { LogCapture } from './support/harness';
 import { FakePlatform } from './support/platform';
 import { TargetServer } from './support/target-server';
@@ -96,11 +96,8 @@ it('dlq: lists a dead letter, replays it, and writes the audit line the admin AP
   await platform.send(f.receiver.app, platform.signed('payment.result', { body: '{"type":"MERCH","data":{"request_id":"CLI-DLQ-1"}}' })).expect(200);
   await crm.waitFor(() => crm.requests.length === 1 && crm.requests[0]!.answered === 400);
   const eventId = String(crm.requests[0]!.headers['webhook-id']);
-  let listed = await cli('dlq', 'list', '--target', 'crm');
-  for (let i = 0; i < 50 && !listed.text.includes(eventId); i++) {
-    await new Promise((r) => setTimeout(r, 50));
-    listed = await cli('dlq', 'list', '--target', 'crm');
-  }
+  let listed = { code: 0, text: '' };
+  await waitUntil(async () => (listed = await cli('dlq', 'list', '--target', 'crm')).text.includes(eventId), 10000, 'the dead letter listed');
   expect(listed.text).toContain(`crm/${eventId}`);
 
   const replay = await cli('dlq', 'replay', `crm/${eventId}`, 'crm/evt_nope');
