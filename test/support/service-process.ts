@@ -11,7 +11,7 @@ export class ServiceProcess {
   static async start(env: Record<string, string>): Promise<ServiceProcess> {
     const child = spawn(process.execPath, ['-r', 'ts-node/register', path.join(ROOT, 'src/main.ts')], {
       cwd: ROOT,
-      env: { ...process.env, TS_NODE_SWC: 'true', PORT: '0', ADMIN_PORT: '0', LOG_LEVEL: 'info', ...env },
+      env: { ...process.env, PORT: '0', ADMIN_PORT: '0', LOG_LEVEL: 'info', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const service = new ServiceProcess(child);
