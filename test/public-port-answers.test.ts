@@ -146,7 +146,7 @@ describe('answers that need a failing dependency', () => {
     const app = createApp({
       // The failing ingest is the point of this test: a bug below the route, not Redis being down.
       verify: createVerifier({ keys: loadPlatformKeys(config.platformPublicKeys), headerPrefix: 'x-svc', schemes: ['current'], toleranceMs: config.timestampToleranceMs }),
-      ingest: { enqueueEvent: broken, enqueueQuarantine: broken, bindLegacySignature: broken },
+      ingest: { enqueueEvent: broken, enqueueQuarantine: broken },
       clock: Date.now,
       logger,
       metrics,

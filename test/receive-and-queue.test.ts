@@ -70,6 +70,27 @@ describe('receiving a signed notification', () => {
     expect(jobs.map((j) => j.data.merchantId).sort()).toEqual(['SUB-1', 'SUB-2']);
   });
 
+  it.each([
+    ['with a space', 'SUB 1'],
+    ['over 64 characters', 'S'.repeat(65)],
+    ['with a slash', 'SUB/1'],
+    ['sent twice (joined by Node)', 'SUB-1, SUB-2'],
+    ['with a newline escape', 'SUB%0A1'],
+  ])('when X-Merch-Id is malformed (%s), then it answers 400 with the envelope and the reason, and queues nothing', async (_case, value) => {
+    const n = platform.signed('payment.result');
+    const res = await platform.send(h.app, { ...n, headers: { ...n.headers, 'x-merch-id': value } });
+
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ ret_code: '400000', ret_msg: expect.stringMatching(/X-Merch-Id/) });
+    expect(res.headers['x-content-type-options']).toBe('nosniff');
+    expect(await jobsIn('payment.result')).toHaveLength(0);
+    expect(h.logs.find((l) => l.message === 'notification rejected' && l.reason === 'malformed_merchant_id')).toBeDefined();
+    expect(await counterValue(h.metrics.notifications, { event_type: 'payment.result', outcome: 'rejected', reason: 'malformed_merchant_id' })).toBe(1);
+    // Refused before anything was remembered: the genuine request with the same nonce still goes through.
+    await platform.send(h.app, n).expect(200);
+    expect(await jobsIn('payment.result')).toHaveLength(1);
+  });
+
   it('when X-Merch-Id is sent, then the event keeps it', async () => {
     const n = platform.signed('payment.result');
     await platform.send(h.app, { ...n, headers: { ...n.headers, 'x-merch-id': 'SUB-42' } }).expect(200);

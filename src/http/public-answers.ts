@@ -15,6 +15,7 @@ export function publicAnswers(bodyLimitBytes: number) {
       header: answer(401, envelope(RET_CODES.header, 'Unauthorized: missing or malformed signature header')),
       timestamp: answer(401, envelope(RET_CODES.timestamp, 'Unauthorized: timestamp outside the allowed window')),
       signature: answer(401, envelope(RET_CODES.signature, 'Unauthorized: signature missing or invalid')),
+      request: answer(400, envelope(RET_CODES.badRequest, 'Bad Request: X-Merch-Id must be 1 to 64 characters of A-Z a-z 0-9 _ . : -')),
     },
     forbidden: answer(403, envelope(RET_CODES.forbidden, 'Forbidden: source address not allowed')),
     notFound: answer(404, envelope(RET_CODES.notFound, 'Not Found')),

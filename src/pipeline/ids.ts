@@ -16,9 +16,9 @@ export function eventIdFor(eventType: string, merchantId: string | undefined, ra
 }
 
 /**
- * A job id unique to this request that also names its replay key: when BullMQ's de-duplication
- * answers with an earlier job's id, its first part tells whether that job came from this very
- * request (a replay of the nonce) or from the same notification sent again under a new nonce.
+ * A job id unique to this request whose first part names its replay key (a hash of it), so an
+ * operator can tie a job to the nonce or signature it came with. Whether a request is a replay is
+ * decided by the replay binding in the ingest script, not by this id.
  */
 export function jobIdFor(replayKey: string): { jobId: string; replayTag: string } {
   const replayTag = sha256Hex(replayKey).slice(0, 16);
@@ -32,8 +32,4 @@ let counter = 0;
 function uniqueSuffix(): string {
   counter = (counter + 1) % Number.MAX_SAFE_INTEGER;
   return `${PROCESS_TAG}${counter.toString(36)}`;
-}
-
-export function replayTagOf(jobId: string): string {
-  return jobId.split('-', 1)[0] ?? '';
 }

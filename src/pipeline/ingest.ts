@@ -1,16 +1,20 @@
-import type { JobsOptions } from 'bullmq';
+import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { EventType } from '../events/table';
-import { whenReady } from './connection';
 import { EnqueueUnavailableError } from './errors';
-import { jobIdFor, replayTagOf } from './ids';
+import { jobIdFor } from './ids';
+import { defineIngestScript } from './ingest-script';
 import type { EventJob, QuarantineJob } from './jobs';
 import { ownKeys } from './names';
 import type { EventQueue, QuarantineQueue } from './queues';
 import { withTimeout } from './with-timeout';
 
-/** accepted: newly queued; replay: this exact request was queued before; duplicate: same notification, new nonce. */
-export type EnqueueOutcome = 'accepted' | 'replay' | 'duplicate';
+/**
+ * accepted: newly queued; replay: its replay key (nonce, or legacy signature) was accepted before;
+ * duplicate: the same notification under a new replay key; signature_reused: a legacy signature
+ * already accepted for another event type.
+ */
+export type EnqueueOutcome = 'accepted' | 'replay' | 'duplicate' | 'signature_reused';
 
 export interface IngestSettings {
   prefix: string;
@@ -18,43 +22,49 @@ export interface IngestSettings {
   enqueueTimeoutMs: number;
   /** How long the same event id is recognised. @defaultValue 7 days */
   dedupWindowMs: number;
-  /** How long a legacy signature stays bound to its event type: twice the timestamp tolerance. */
-  legacyBindingTtlMs: number;
+  /**
+   * How long an accepted replay key is remembered: twice the timestamp tolerance, beyond which the
+   * verifier refuses the request's timestamp anyway.
+   */
+  replayTtlMs: number;
 }
 
-const BIND_LEGACY_SIGNATURE = `
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
-if redis.call('GET', KEYS[1]) == ARGV[1] then return 1 end
-return 0`;
-
 export interface Ingest {
-  /**
-   * The v1.2 string to sign has no path, so one legacy signature would verify on all seven notify
-   * paths. This binds a legacy signature to the first event type it arrived for (for twice the
-   * timestamp tolerance); false means it was already used for another type.
-   */
-  bindLegacySignature(replayKey: string, eventType: EventType): Promise<boolean>;
+  /** One Redis script call: replay check and binding, de-duplication and the add (see ingest-script.ts). */
   enqueueEvent(job: EventJob, replayKey: string): Promise<EnqueueOutcome>;
   enqueueQuarantine(job: QuarantineJob, replayKey: string): Promise<EnqueueOutcome>;
 }
 
 /**
- * The producer side. Each add is one Redis script call that both de-duplicates (by event id) and
- * stores the job, so there is never a recognised-but-unqueued notification; every call is bounded
- * by `enqueueTimeoutMs` and fails with EnqueueUnavailableError, so nothing is acknowledged unstored.
+ * The producer side. Each notification is one Redis script call that checks and binds its replay
+ * key, de-duplicates (by event id) and stores the job, so there is never a recognised-but-unqueued
+ * notification and no window between the replay decision and the add; every call is bounded by
+ * `enqueueTimeoutMs` and fails with EnqueueUnavailableError, so nothing is acknowledged unstored.
  */
 export function createIngest(
   connection: Redis,
   settings: IngestSettings,
   queues: { event(type: EventType): EventQueue; quarantine: QuarantineQueue },
 ): Ingest {
-  // BullMQ answers an add it de-duplicated with the earlier job, whose id tells a replay from a duplicate.
-  async function outcome(adding: Promise<{ id?: string }>, jobId: string, replayTag: string): Promise<EnqueueOutcome> {
-    const job = await bounded(adding);
-    if (job.id === jobId) return 'accepted';
-    return replayTagOf(job.id ?? '') === replayTag ? 'replay' : 'duplicate';
+  const ingest = defineIngestScript(connection);
+
+  async function add<D extends EventJob | QuarantineJob, R>(queue: Queue<D, R, EventType>, data: D, replayKey: string): Promise<EnqueueOutcome> {
+    const { jobId } = jobIdFor(replayKey);
+    const binding = {
+      key: ownKeys.replay(settings.prefix, data.scheme, replayKey),
+      value: data.eventType,
+      ttlMs: settings.replayTtlMs,
+      // The v1.2 string to sign has no path: one legacy signature would verify on all seven notify
+      // paths, so it serves the first event type it arrived for only.
+      exclusive: data.scheme === 'legacy',
+    };
+    const job = { name: data.eventType, data, opts: { jobId, deduplication: { id: data.eventId, ttl: settings.dedupWindowMs } } };
+    // As queue.add does: wait for the queue's start-up only; afterwards a command while Redis is
+    // down fails at once (no offline queue) instead of waiting, holding the body, to run late.
+    const decision = await bounded(queue.waitUntilReady().then(() => ingest(queue, job, binding)));
+    if (decision.kind !== 'added') return decision.kind;
+    return decision.jobId === jobId ? 'accepted' : 'duplicate';
   }
-  const addOptions = (jobId: string, eventId: string): JobsOptions => ({ jobId, deduplication: { id: eventId, ttl: settings.dedupWindowMs } });
 
   function bounded<T>(promise: Promise<T>): Promise<T> {
     const ms = settings.enqueueTimeoutMs;
@@ -65,19 +75,7 @@ export function createIngest(
   }
 
   return {
-    async bindLegacySignature(replayKey, eventType) {
-      const key = ownKeys.legacySignature(settings.prefix, replayKey);
-      const binding = whenReady(connection).then(() => connection.eval(BIND_LEGACY_SIGNATURE, 1, key, eventType, String(settings.legacyBindingTtlMs)));
-      const bound = await bounded(binding);
-      return bound === 1;
-    },
-    enqueueEvent(job, replayKey) {
-      const { jobId, replayTag } = jobIdFor(replayKey);
-      return outcome(queues.event(job.eventType).add(job.eventType, job, addOptions(jobId, job.eventId)), jobId, replayTag);
-    },
-    enqueueQuarantine(job, replayKey) {
-      const { jobId, replayTag } = jobIdFor(replayKey);
-      return outcome(queues.quarantine.add(job.eventType, job, addOptions(jobId, job.eventId)), jobId, replayTag);
-    },
+    enqueueEvent: (job, replayKey) => add(queues.event(job.eventType), job, replayKey),
+    enqueueQuarantine: (job, replayKey) => add(queues.quarantine, job, replayKey),
   };
 }

@@ -15,8 +15,11 @@ export function deliveryQueueName(target: string): string {
 
 /** Keys of our own beside BullMQ's, under the same prefix so one prefix (or hash tag) holds everything. */
 export const ownKeys = {
-  /** Binds a legacy (v1.2) signature to the first event type it arrived for. */
-  legacySignature: (prefix: string, replayKey: string) => `${prefix}:legacy-signature:${replayKey}`,
+  /**
+   * An accepted replay key (nonce, or legacy signature), bound to the event type it arrived for;
+   * per scheme, so a current-scheme nonce can never collide with a legacy signature's key.
+   */
+  replay: (prefix: string, scheme: string, replayKey: string) => `${prefix}:replay:${scheme}:${replayKey}`,
   /** Set of event ids carrying one platform `request_id`. */
   requestIndex: (prefix: string, requestId: string) => `${prefix}:index:request_id:${requestId}`,
 };

@@ -17,8 +17,8 @@ export interface PipelineOptions {
   /** How long the same event id is recognised (and the request-id index kept). @defaultValue 7 days */
   dedupWindowMs: number;
   retention: Retention;
-  /** How long a legacy signature stays bound to its event type: twice the timestamp tolerance. */
-  legacyBindingTtlMs: number;
+  /** How long an accepted replay key (nonce, legacy signature) is remembered: twice the timestamp tolerance. */
+  replayTtlMs: number;
   /** The targets at start, each with a delivery queue ({@link Pipeline.setTargets} changes them later). */
   targets: readonly Target[];
 }
@@ -29,7 +29,7 @@ export function pipelineOptions(config: Config): PipelineOptions {
     enqueueTimeoutMs: config.enqueueTimeoutMs,
     dedupWindowMs: config.dedupWindowMs,
     retention: config.retention,
-    legacyBindingTtlMs: 2 * config.timestampToleranceMs,
+    replayTtlMs: 2 * config.timestampToleranceMs,
     targets: config.targets,
   };
 }

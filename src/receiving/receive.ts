@@ -4,7 +4,7 @@ import type { Logger } from '../logging/logger';
 import type { Metrics, NotificationOutcome } from '../monitoring/metrics';
 import { EnqueueUnavailableError } from '../pipeline/errors';
 import { eventIdFor } from '../pipeline/ids';
-import type { Ingest } from '../pipeline/ingest';
+import type { EnqueueOutcome, Ingest } from '../pipeline/ingest';
 import type { EventJob } from '../pipeline/jobs';
 import type { Verifier } from '../signature/verify';
 import { legacyTimestampMismatch } from '../signature/verify-legacy';
@@ -13,7 +13,7 @@ import { parsePayload } from './parse-payload';
 
 export interface ReceiveDeps {
   verify: Verifier;
-  ingest: Pick<Ingest, 'enqueueEvent' | 'enqueueQuarantine' | 'bindLegacySignature'>;
+  ingest: Pick<Ingest, 'enqueueEvent' | 'enqueueQuarantine'>;
   clock: () => number;
   logger: Logger;
   metrics: Metrics;
@@ -38,21 +38,28 @@ export type ReceiveResult =
   | { kind: 'unavailable'; eventId: string };
 
 /**
+ * `X-Merch-Id` is not signed: it is routing information (it names the sub-merchant and is part of
+ * the event id), held to a strict format so that it cannot smuggle anything into ids, logs or
+ * forwarded headers.
+ */
+const MERCHANT_ID = /^[A-Za-z0-9_.:-]{1,64}$/;
+
+/**
  * Verify, then queue durably, then (and only then) acknowledge. A verified body that is not a valid
  * notification is quarantined and acknowledged, so the platform does not retry it forever.
  */
 export async function receiveNotification(deps: ReceiveDeps, n: IncomingNotification): Promise<ReceiveResult> {
   const eventType = n.definition.type;
+  const merchantHeader = n.headers['x-merch-id'];
+  // An empty header counts as absent, as it always has; a repeated one arrives joined by ", " and fails.
+  const merchantId = merchantHeader === undefined || merchantHeader === '' ? undefined : merchantHeader;
+  if (merchantId !== undefined && (typeof merchantId !== 'string' || !MERCHANT_ID.test(merchantId))) {
+    return rejected(deps, n, 'malformed_merchant_id', 'X-Merch-Id must be 1 to 64 characters of A-Z a-z 0-9 _ . : -');
+  }
+
   const verified = deps.verify({ method: 'POST', target: n.target, headers: n.headers, body: n.body, nowMs: deps.clock() });
   if (!verified.ok) return rejected(deps, n, verified.reason, verified.detail);
 
-  if (verified.scheme === 'legacy') {
-    const refused = await refuseReusedLegacySignature(deps, n, verified.replayKey);
-    if (refused) return refused;
-  }
-
-  const merchantHeader = n.headers['x-merch-id'];
-  const merchantId = typeof merchantHeader === 'string' && merchantHeader ? merchantHeader : undefined;
   const eventId = eventIdFor(eventType, merchantId, n.body);
   const utf8 = isUtf8(n.body);
   const text = utf8 ? n.body.toString('utf8') : '';
@@ -76,17 +83,16 @@ export async function receiveNotification(deps: ReceiveDeps, n: IncomingNotifica
   const confirm = verified.scheme === 'legacy' ? (json: unknown) => legacyTimestampMismatch(json, verified.timestamp) : undefined;
   const parsed = utf8 ? parsePayload(n.definition, text, confirm) : { ok: false as const, errors: ['body is not valid UTF-8'] };
 
-  let outcome: NotificationOutcome;
+  let result: EnqueueOutcome;
   try {
-    if (parsed.ok) {
-      outcome = await deps.ingest.enqueueEvent({ ...received, payload: parsed.payload } as EventJob, verified.replayKey);
-    } else {
-      const result = await deps.ingest.enqueueQuarantine({ ...received, errors: parsed.errors }, verified.replayKey);
-      outcome = result === 'accepted' ? 'quarantined' : result;
-    }
+    result = parsed.ok
+      ? await deps.ingest.enqueueEvent({ ...received, payload: parsed.payload } as EventJob, verified.replayKey)
+      : await deps.ingest.enqueueQuarantine({ ...received, errors: parsed.errors }, verified.replayKey);
   } catch (err) {
     return unavailable(deps, n, err, verified.replayKey, eventId);
   }
+  if (result === 'signature_reused') return rejected(deps, n, 'signature_reused', 'legacy signature already used for another notification type');
+  const outcome: NotificationOutcome = result === 'accepted' && !parsed.ok ? 'quarantined' : result;
 
   deps.metrics.notifications.labels(eventType, outcome, '').inc();
   observe(deps, eventType, outcome, n);
@@ -99,17 +105,6 @@ export async function receiveNotification(deps: ReceiveDeps, n: IncomingNotifica
     if (parsed.ok && deps.logger.isDebugEnabled()) deps.logger.debug('notification body', { eventId, body: deps.mask(parsed.payload) });
   }
   return { kind: 'acknowledged', outcome, eventId };
-}
-
-/** A v1.2 signature may serve one event type only (its string to sign has no path). */
-async function refuseReusedLegacySignature(deps: ReceiveDeps, n: IncomingNotification, replayKey: string): Promise<ReceiveResult | undefined> {
-  let bound: boolean;
-  try {
-    bound = await deps.ingest.bindLegacySignature(replayKey, n.definition.type);
-  } catch (err) {
-    return unavailable(deps, n, err, replayKey, '');
-  }
-  return bound ? undefined : rejected(deps, n, 'signature_reused', 'legacy signature already used for another notification type');
 }
 
 function rejected(deps: ReceiveDeps, n: IncomingNotification, reason: RejectionReason, detail: string): ReceiveResult {

@@ -6,9 +6,11 @@ export type RejectionReason =
   | 'missing_signature'
   | 'malformed_signature'
   | 'bad_signature'
-  | 'signature_reused';
+  | 'signature_reused'
+  | 'malformed_merchant_id';
 
-export type RejectionClass = 'header' | 'timestamp' | 'signature';
+/** `request`: a malformed unsigned header (answered 400); the others are answered 401. */
+export type RejectionClass = 'header' | 'timestamp' | 'signature' | 'request';
 
 export const REJECTION_CLASS: Record<RejectionReason, RejectionClass> = {
   missing_header: 'header',
@@ -18,6 +20,7 @@ export const REJECTION_CLASS: Record<RejectionReason, RejectionClass> = {
   malformed_signature: 'signature',
   bad_signature: 'signature',
   signature_reused: 'signature',
+  malformed_merchant_id: 'request',
 };
 
 export type SignatureScheme = 'current' | 'legacy';
