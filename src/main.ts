@@ -8,9 +8,11 @@ import { startService } from './service';
 async function main(): Promise<void> {
   let config;
   let keys;
+  // The logger needs the config, so key warnings wait here and are logged once it exists.
+  const keyWarnings: [string, Record<string, unknown>][] = [];
   try {
     config = loadConfig(process.env);
-    keys = config.role === 'worker' ? [] : loadPlatformKeys(config.platformPublicKeys);
+    keys = config.role === 'worker' ? [] : loadPlatformKeys(config.platformPublicKeys, { warn: (message, fields) => keyWarnings.push([message, fields]) });
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`${err.message}\n`);
@@ -19,6 +21,7 @@ async function main(): Promise<void> {
     throw err;
   }
   const logger = createLogger(config.logLevel);
+  for (const [message, fields] of keyWarnings) logger.warn(message, fields);
   const metrics = createMetrics();
   const service = await startService(config, keys, logger, metrics);
 
