@@ -32,8 +32,8 @@ function asRequest(w: Wire): SignedRequest {
   return { method: w.method, target: w.target, headers: w.headers, body: w.body, nowMs: NOW_MS };
 }
 
-function params(numRuns: number): { seed: number; numRuns: number; path?: string } {
-  return { seed: SEED, numRuns, ...(PATH !== undefined ? { path: PATH } : {}) };
+function params(numRuns: number): { seed: number; numRuns: number; includeErrorInReport: boolean; path?: string } {
+  return { seed: SEED, numRuns, includeErrorInReport: true, ...(PATH !== undefined ? { path: PATH } : {}) };
 }
 
 /** Counts what the runs covered, so the report can say it and a silent generator cannot hide. */
