@@ -4,10 +4,17 @@ import path from 'node:path';
 import { loadPlatformKeys } from '../src/config/keys';
 import { ConfigError } from '../src/config/errors';
 import { loadConfig } from '../src/config/load';
+import { EVENT_TYPES } from '../src/events/table';
 import { loadVectors } from './support/vectors';
 
 const { keys } = loadVectors();
 const base = { PLATFORM_PUBLIC_KEYS: keys.platform_key_a_spki_base64 };
+
+function writeYaml(text: string): string {
+  const file = path.join(mkdtempSync(path.join(tmpdir(), 'cfg-')), 'config.yaml');
+  writeFileSync(file, text);
+  return file;
+}
 
 function problemsOf(fn: () => unknown): string[] {
   try {
@@ -44,17 +51,52 @@ describe('loadConfig', () => {
     expect(c).toMatchObject({ port: 7001, queuePrefix: 'fromfile', logLevel: 'warn', signatureSchemes: ['current', 'legacy'], signatureHeaderPrefix: 'x-acme' });
   });
 
-  it('when settings are invalid, then every problem is named in words', () => {
+  it('when environment variables are invalid, then every problem is named by its variable', () => {
     const problems = problemsOf(() =>
       loadConfig({ PORT: 'eighty', SIGNATURE_SCHEMES: 'legacy', CALLBACK_BASE_PATH: 'hooks/', TIMESTAMP_TOLERANCE_MS: '10' }),
     );
     expect(problems).toEqual(
       expect.arrayContaining([
-        expect.stringMatching(/^port:/),
-        expect.stringMatching(/^callbackBasePath:/),
-        expect.stringMatching(/^timestampToleranceMs:/),
+        expect.stringMatching(/^PORT: .*expected number/),
+        expect.stringMatching(/^CALLBACK_BASE_PATH: empty, or a path/),
+        expect.stringMatching(/^TIMESTAMP_TOLERANCE_MS:/),
       ]),
     );
+  });
+
+  it('when a file key is invalid, then the problem names the key and the file', () => {
+    const file = writeYaml('port: eighty\nworker: { lockDurationMs: 10 }\n');
+    expect(problemsOf(() => loadConfig({ ...base, CONFIG_FILE: file }))).toEqual([
+      `port: Invalid input: expected number, received string (in ${file})`,
+      `worker.lockDurationMs: Too small: expected number to be >=1000 (in ${file})`,
+    ]);
+  });
+
+  it('when the config file has unknown keys, then each is named with the nearest valid setting, at any depth', () => {
+    const file = writeYaml([
+      'targts: []',
+      'REDIS_URL: redis://127.0.0.1:1',
+      'worker: { lockDurationMS: 30000 }',
+      'frobnicate: 1',
+      'targets:',
+      '  - { name: crm, url: "http://127.0.0.1:1/x", events: ["*"], timout_ms: 5, backoff: { initalMs: 4, maxMs: 5 }, headers: { X-Any-Header: ok } }',
+    ].join('\n'));
+    expect(problemsOf(() => loadConfig({ ...base, CONFIG_FILE: file }))).toEqual([
+      `targts: unknown setting; did you mean targets? (in ${file})`,
+      `REDIS_URL: unknown setting; did you mean redisUrl? (in ${file})`,
+      `worker.lockDurationMS: unknown setting; did you mean lockDurationMs? (in ${file})`,
+      `frobnicate: unknown setting (in ${file})`,
+      `targets.0.timout_ms: unknown setting; did you mean timeoutMs? (in ${file})`,
+      `targets.0.backoff.initalMs: unknown setting; did you mean initialMs? (in ${file})`,
+      `targets.0.backoff.initialMs: missing (expected number) (in ${file})`,
+    ]);
+  });
+
+  it('when a target names an unknown event type, then the problem suggests the nearest and lists the valid ones', () => {
+    const file = writeYaml('targets:\n  - { name: crm, url: "http://127.0.0.1:1/x", events: [payment.reslt] }\n');
+    const [problem] = problemsOf(() => loadConfig({ ...base, CONFIG_FILE: file }));
+    expect(problem).toMatch(/^targets\.0\.events\.0: unknown event type "payment\.reslt"; did you mean payment\.result\? Valid: onboarding\.result, .*payment\.result, or "\*" for all \(in /);
+    for (const type of EVENT_TYPES) expect(problem).toContain(type);
   });
 
   it('when the receiver runs without platform keys, then it says they are required', () => {

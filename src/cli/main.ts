@@ -2,7 +2,11 @@
 import { ConfigError } from '../config/errors';
 import { runCli } from './run';
 
-runCli(process.argv.slice(2), { env: process.env, out: (line) => process.stdout.write(`${line}\n`) }).then(
+runCli(process.argv.slice(2), {
+  env: process.env,
+  out: (line) => process.stdout.write(`${line}\n`),
+  err: (line) => process.stderr.write(`${line}\n`),
+}).then(
   (code) => process.exit(code),
   (err: Error) => {
     process.stderr.write(`error: ${err.message}\n`);

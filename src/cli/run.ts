@@ -1,12 +1,13 @@
 import { parseArgs } from 'node:util';
-import { loadConfig } from '../config/load';
 import { createLogger } from '../logging/logger';
 import { cliActor } from './actor';
+import { configCheckCommand } from './commands/config-check';
 import type { OperatorContext } from './operator-context';
 import { deadLetterCommand } from './commands/dead-letters';
 import { eventCommand, quarantineCommand, queuesCommand, targetCommand } from './commands/operations';
 import { keygen } from './commands/keygen';
 import { parseEventTypes, sendNotification } from './commands/send';
+import { DefaultsNotChosenError, operatorConfig, type OperatorEnv } from './operator-config';
 
 export const USAGE = `usage: webhook-receiver <command> [options]
 
@@ -24,7 +25,13 @@ test notifications:
       --sub-merchant ID              send X-Merch-Id
       --times N                      send the identical request N times (default 1)
 
-operations (read the service's configuration: CONFIG_FILE, REDIS_URL, QUEUE_PREFIX, ...):
+configuration:
+  config check                       validate the configuration as the service would, print it with
+                                     secrets masked, and warn about risky settings (asks Redis too)
+
+operations (read the service's configuration: CONFIG_FILE, REDIS_URL, QUEUE_PREFIX, ...; each one
+prints the Redis, prefix and file it uses, and refuses to run when none of them is set, unless
+given --defaults):
   dlq list [--target T] [--event-type E] [--from TIME] [--to TIME] [--limit N] [--json]
   dlq replay <target>/<job id> ...   replay the named dead letters
   dlq replay --all [filters]         replay every dead letter matching the filters
@@ -36,8 +43,7 @@ operations (read the service's configuration: CONFIG_FILE, REDIS_URL, QUEUE_PREF
   target list | pause <name> | resume <name>
 `;
 
-export interface CliIo {
-  env: Record<string, string | undefined>;
+export interface CliIo extends OperatorEnv {
   out: (line: string) => void;
   /** Where audit lines go, in the service's log format. @defaultValue process.stderr (stdout keeps the tables) */
   log?: NodeJS.WritableStream;
@@ -45,7 +51,18 @@ export interface CliIo {
 
 /** Runs one CLI command; returns the exit code. */
 export async function runCli(argv: string[], io: CliIo): Promise<number> {
-  const [command, ...rest] = argv;
+  try {
+    return await dispatch(argv, io);
+  } catch (err) {
+    if (!(err instanceof DefaultsNotChosenError)) throw err;
+    (io.err ?? io.out)(`error: ${err.message}`);
+    return err.exitCode;
+  }
+}
+
+async function dispatch(argv: string[], io: CliIo): Promise<number> {
+  const useDefaults = argv.includes('--defaults');
+  const [command, ...rest] = argv.filter((a) => a !== '--defaults');
   switch (command) {
     case 'keygen': {
       const { values } = parseArgs({ args: rest, options: { dir: { type: 'string', default: '.keys' } } });
@@ -56,31 +73,33 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     case 'trigger':
       return sendCommand(rest, io);
     case 'dlq':
-      return deadLetterCommand(operator(io), rest);
+      return deadLetterCommand(operator(io, useDefaults), rest);
     case 'queues':
-      return queuesCommand(operator(io));
+      return queuesCommand(operator(io, useDefaults));
     case 'event':
-      return eventCommand(operator(io), rest);
+      return eventCommand(operator(io, useDefaults), rest);
     case 'quarantine':
-      return quarantineCommand(operator(io), rest);
+      return quarantineCommand(operator(io, useDefaults), rest);
     case 'target':
-      return targetCommand(operator(io), rest);
+      return targetCommand(operator(io, useDefaults), rest);
+    case 'config':
+      if (rest[0] !== 'check') break;
+      return configCheckCommand(io.env, io.out);
     case 'help':
     case '--help':
       io.out(USAGE);
       return 0;
-    default:
-      io.out(command === undefined ? USAGE : `unknown command "${command}"\n${USAGE}`);
-      return 2;
   }
+  io.out(command === undefined ? USAGE : `unknown command "${command === 'config' ? `config ${rest.join(' ')}`.trim() : command}"\n${USAGE}`);
+  return 2;
 }
 
 /**
  * Operator commands need Redis and the targets, not the platform keys: read the config as a worker
  * does. Their changes are audited like the admin API's, as `cli:<os user>`.
  */
-function operator(io: CliIo): OperatorContext {
-  const config = loadConfig({ ...io.env, ROLE: 'worker' });
+function operator(io: CliIo, useDefaults: boolean): OperatorContext {
+  const config = operatorConfig(io, useDefaults);
   return { config, out: io.out, logger: createLogger(config.logLevel, io.log ?? process.stderr), actor: cliActor() };
 }
 

@@ -1,14 +1,26 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { envOverrides } from './env';
+import { ENV_SETTINGS, envOverrides } from './env';
 import { projectRoot } from './project-root';
 import { ConfigError } from './errors';
 import { configSchema, type Config } from './schema';
+import { findUnknownKeys } from './unknown-keys';
 
 export const DEFAULTS_FILE = path.join(projectRoot(), 'config', 'default.yaml');
 
 type Env = Record<string, string | undefined>;
+type Path = readonly (string | number)[];
+
+/** Where a setting's value came from: an environment variable, the CONFIG_FILE, or the defaults. */
+export type SettingOrigin = { kind: 'env'; name: string } | { kind: 'file'; file: string } | { kind: 'default' };
+
+export interface LoadedConfig {
+  config: Config;
+  /** The CONFIG_FILE read, if any. */
+  configFile?: string;
+  originOf(path: Path): SettingOrigin;
+}
 
 function readStructured(file: string): Record<string, unknown> {
   let text: string;
@@ -40,17 +52,62 @@ function merge(base: Record<string, unknown>, over: Record<string, unknown>): Re
   return out;
 }
 
+function startsWith(whole: Path, prefix: Path): boolean {
+  return prefix.length <= whole.length && prefix.every((p, i) => p === whole[i]);
+}
+
+function has(value: unknown, key: string | number): value is Record<string | number, unknown> {
+  return typeof value === 'object' && value !== null && Object.prototype.hasOwnProperty.call(value, key);
+}
+
+/** `targets.0.url`: the file key path, as zod reports it and as the operator wrote it. */
+export function keyPath(p: Path): string {
+  return p.join('.') || '(root)';
+}
+
+/** One problem, naming the setting the way the operator wrote it: the variable, or the key and its file. */
+export function describeProblem(p: Path, message: string, origin: SettingOrigin): string {
+  if (origin.kind === 'env') return `${origin.name}: ${message}`;
+  if (origin.kind === 'file') return `${keyPath(p)}: ${message} (in ${origin.file})`;
+  return `${keyPath(p)}: ${message}`;
+}
+
 /**
  * Reads the configuration once: defaults from config/default.yaml, then `CONFIG_FILE` (YAML or
- * JSON), then environment variables. Throws a ConfigError listing every problem in words.
+ * JSON), then environment variables. Throws a ConfigError listing every problem in words, unknown
+ * keys included (a mistyped key would otherwise be dropped silently and its default used).
  */
-export function loadConfig(env: Env, defaultsFile = DEFAULTS_FILE): Config {
-  let raw = readStructured(defaultsFile);
-  if (env.CONFIG_FILE) raw = merge(raw, readStructured(env.CONFIG_FILE));
-  raw = merge(raw, envOverrides(env));
+export function loadConfigDetailed(env: Env, defaultsFile = DEFAULTS_FILE): LoadedConfig {
+  const defaults = readStructured(defaultsFile);
+  const configFile = env.CONFIG_FILE || undefined;
+  const fromFile = configFile ? readStructured(configFile) : {};
+
+  const originOf = (p: Path): SettingOrigin => {
+    // Later sources win, so look in the order env, file, defaults.
+    for (const [name, setting] of Object.entries(ENV_SETTINGS)) {
+      if (env[name] !== undefined && env[name] !== '' && startsWith(p, setting.path)) return { kind: 'env', name };
+    }
+    if (configFile && p.length > 0 && has(fromFile, p[0] as string)) return { kind: 'file', file: configFile };
+    return { kind: 'default' };
+  };
+
+  const problems = [
+    ...findUnknownKeys(configSchema, defaults).map((u) => ({ ...u, file: defaultsFile })),
+    ...(configFile ? findUnknownKeys(configSchema, fromFile).map((u) => ({ ...u, file: configFile })) : []),
+  ].map((u) => describeProblem(u.path, `unknown setting${u.suggestion ? `; did you mean ${u.suggestion}?` : ''}`, { kind: 'file', file: u.file }));
+
+  const raw = merge(merge(defaults, fromFile), envOverrides(env));
   const result = configSchema.safeParse(raw);
   if (!result.success) {
-    throw new ConfigError(result.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`));
+    for (const issue of result.error.issues) {
+      const message = issue.message.replace(/^Invalid input: expected (.+), received undefined$/, 'missing (expected $1)');
+      problems.push(describeProblem(issue.path as Path, message, originOf(issue.path as Path)));
+    }
   }
-  return result.data;
+  if (problems.length || !result.success) throw new ConfigError(problems);
+  return { config: result.data, ...(configFile ? { configFile } : {}), originOf };
+}
+
+export function loadConfig(env: Env, defaultsFile = DEFAULTS_FILE): Config {
+  return loadConfigDetailed(env, defaultsFile).config;
 }

@@ -1,11 +1,18 @@
 import { z } from 'zod';
+import { nearest } from '../config/nearest';
 import { EVENT_TYPES } from '../events/table';
 import { isLoopbackUrl, secretKeyBytes } from './target-url';
 
 /** HMAC-SHA256 keys shorter than this can be guessed offline from one signed request. */
 export const MIN_SECRET_BYTES = 24;
 
-const eventSelector = z.union([z.literal('*'), z.enum(EVENT_TYPES as [string, ...string[]])]);
+/** An event type, or `*`; a typo is answered with the nearest type and the whole list. */
+const eventSelector = z.enum(['*', ...EVENT_TYPES], {
+  error: (issue) => {
+    const suggestion = typeof issue.input === 'string' ? nearest(issue.input, EVENT_TYPES) : undefined;
+    return `unknown event type ${JSON.stringify(issue.input)}${suggestion ? `; did you mean ${suggestion}?` : ''} Valid: ${EVENT_TYPES.join(', ')}, or "*" for all`;
+  },
+});
 
 const targetFields = z.object({
   /** Names the target in queues, metrics and logs. */
@@ -65,5 +72,5 @@ export const targetSchema = targetFields.superRefine((t, ctx) => {
 export type Target = z.infer<typeof targetSchema>;
 
 export function subscribes(target: Target, eventType: string): boolean {
-  return target.events.includes('*') || target.events.includes(eventType);
+  return target.events.some((e) => e === '*' || e === eventType);
 }

@@ -1,0 +1,136 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { stringify } from 'yaml';
+import { runCli } from '../src/cli/run';
+import { freePort, isRedisReachable } from '../src/devtools/redis-server';
+import { stopChild } from '../src/devtools/stop-child';
+import { RedisServer } from './support/redis-server';
+import { testRedisUrl, uniquePrefix } from './support/harness';
+import { FakePlatform } from './support/platform';
+
+const platform = new FakePlatform();
+const ROOT = path.resolve(__dirname, '..');
+
+function writeConfig(config: object): string {
+  const file = path.join(mkdtempSync(path.join(tmpdir(), 'check-')), 'config.yaml');
+  writeFileSync(file, stringify(config));
+  return file;
+}
+
+async function cli(env: Record<string, string>, ...argv: string[]) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await runCli(argv, { env, out: (l) => out.push(l), err: (l) => err.push(l) });
+  return { code, out: out.join('\n'), err: err.join('\n') };
+}
+
+describe('config check', () => {
+  it('when the configuration is valid, then it prints it with secrets masked and warns about risky settings', async () => {
+    const file = writeConfig({
+      adminToken: 'admin-token-0123456789abcdef',
+      signatureSchemes: ['current', 'legacy'],
+      merchantId: 'M100023',
+      targets: [{ name: 'ledger', url: 'http://127.0.0.1:9/hooks', events: ['payment.result'], secret: 'whsec_c2VjcmV0LXZhbHVlLWhlcmU=', headers: { Authorization: 'Bearer internal-token-xyz' } }],
+    });
+    const { code, out } = await cli({ PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64, CONFIG_FILE: file, REDIS_URL: testRedisUrl() }, 'config', 'check');
+
+    expect(code).toBe(0);
+    expect(out).toContain(`configuration is valid; Redis ${testRedisUrl()} (REDIS_URL), queue prefix whr (default), config file ${file}`);
+    for (const secret of ['admin-token-0123456789abcdef', 'c2VjcmV0LXZhbHVlLWhlcmU', 'internal-token-xyz']) expect(out).not.toContain(secret);
+    expect(out).toMatch(/^ {2}adminToken: "\*\*\*"$/m);
+    expect(out).toMatch(/^ +Authorization: "\*\*\*"$/m);
+    expect(out).toMatch(/^ {2}merchantId: M100023$/m);
+    expect(out).toMatch(/no target subscribes to onboarding\.result, .*fx\.result:/);
+    expect(out).not.toMatch(/no target subscribes to [^:]*payment\.result/);
+    expect(out).toContain('target ledger uses http:// (http://127.0.0.1:9/hooks)');
+    expect(out).toContain('the legacy v1.2 signature scheme is on');
+    // The suite's Redis keeps nothing on disk (and does not evict):
+    expect(out).toContain(`Redis at ${testRedisUrl()} has no persistence (appendonly no, no save points)`);
+    expect(out).not.toContain('maxmemory-policy');
+    expect(out).toMatch(/^4 warnings:$/m);
+  });
+
+  it('when Redis snapshots but has no AOF and evicts, then it says both, its password masked', async () => {
+    const redis = await RedisServer.start();
+    try {
+      const { Redis } = await import('ioredis');
+      const admin = new Redis(redis.url);
+      await admin.call('CONFIG', 'SET', 'maxmemory-policy', 'allkeys-lru');
+      await admin.call('CONFIG', 'SET', 'save', '3600 1000000');
+      await admin.call('CONFIG', 'SET', 'requirepass', 'redis-pass-123');
+      admin.disconnect();
+      const file = writeConfig({ targets: [{ name: 'all', url: 'https://erp.example/hooks', events: ['*'] }] });
+      const url = redis.url.replace('redis://', 'redis://:redis-pass-123@');
+      const { code, out } = await cli({ ROLE: 'worker', CONFIG_FILE: file, REDIS_URL: url }, 'config', 'check');
+      expect(code).toBe(0);
+      const masked = redis.url.replace('redis://', 'redis://:***@');
+      expect(out).not.toContain('redis-pass-123');
+      expect(out).toContain(`configuration is valid; Redis ${masked} (REDIS_URL)`);
+      expect(out).toContain(`Redis at ${masked} does not use AOF (appendonly no, snapshots: save 3600 1000000)`);
+      expect(out).toContain(`Redis at ${masked} has maxmemory-policy allkeys-lru: when memory is full it deletes keys`);
+      expect(out).toMatch(/^2 warnings:$/m);
+    } finally {
+      await redis.stop();
+    }
+  });
+
+  it('when Redis disables CONFIG (as managed Redis does), then it asks INFO instead', async () => {
+    const port = await freePort();
+    const child: ChildProcess = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--maxmemory-policy', 'volatile-lru', '--rename-command', 'CONFIG', ''], { stdio: 'ignore' });
+    try {
+      const url = `redis://127.0.0.1:${port}`;
+      while (!(await isRedisReachable(url))) await new Promise((r) => setTimeout(r, 50));
+      const { out } = await cli({ ROLE: 'worker', REDIS_URL: url }, 'config', 'check');
+      expect(out).toContain(`Redis at ${url} does not use AOF (appendonly no)`);
+      expect(out).toContain(`Redis at ${url} has maxmemory-policy volatile-lru`);
+    } finally {
+      await stopChild(child);
+    }
+  });
+
+  it('when Redis cannot be reached, then it says it could not ask', async () => {
+    const url = `redis://127.0.0.1:${await freePort()}`;
+    const { code, out } = await cli({ ROLE: 'worker', REDIS_URL: url }, 'config', 'check');
+    expect(code).toBe(0);
+    expect(out).toContain(`could not ask Redis at ${url} about persistence and eviction`);
+  });
+
+  it('when the configuration is invalid, then it fails with the problems', async () => {
+    const file = writeConfig({ targts: [] });
+    await expect(cli({ ROLE: 'worker', CONFIG_FILE: file }, 'config', 'check')).rejects.toThrow(`targts: unknown setting; did you mean targets? (in ${file})`);
+  });
+});
+
+describe('operator commands', () => {
+  it('when none of CONFIG_FILE, REDIS_* or QUEUE_PREFIX is set, then they refuse with exit 2 and name them', async () => {
+    const { code, err } = await cli({ PATH: '/usr/bin' }, 'queues');
+    expect(code).toBe(2);
+    expect(err).toMatch(/^error: .*none of CONFIG_FILE, the REDIS_\* settings \(REDIS_URL, …\) or QUEUE_PREFIX is set.*--defaults/);
+  });
+
+  it('then each says which Redis, prefix and config file it uses', async () => {
+    const prefix = uniquePrefix();
+    const { code, err } = await cli({ REDIS_URL: testRedisUrl(), QUEUE_PREFIX: prefix }, 'target', 'list');
+    expect(code).toBe(0);
+    expect(err).toBe(`using Redis ${testRedisUrl()} (REDIS_URL), queue prefix ${prefix} (QUEUE_PREFIX), config file none`);
+  });
+});
+
+describe('the service process', () => {
+  // A real start-up, as an operator would see it: ts-node loads the whole service first (seconds on a busy machine).
+  it('when the config file has an unknown key, then start-up stops naming it and the nearest setting', async () => {
+    const file = writeConfig({ targts: [{ name: 'erp', url: 'http://127.0.0.1:9/x', events: ['*'] }] });
+    const child = spawn(process.execPath, ['-r', 'ts-node/register', path.join(ROOT, 'src/main.ts')], {
+      cwd: ROOT,
+      env: { ...process.env, TS_NODE_SWC: 'true', CONFIG_FILE: file, PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64 },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    expect(code).toBe(78);
+    expect(stderr).toBe(`invalid configuration:\n  - targts: unknown setting; did you mean targets? (in ${file})\n`);
+  }, 90000);
+});
