@@ -11,7 +11,6 @@ import { testRedisUrl, uniquePrefix } from './support/harness';
 import { FakePlatform } from './support/platform';
 
 const platform = new FakePlatform();
-const ROOT = path.resolve(__dirname, '..');
 
 function writeConfig(config: object): string {
   const file = path.join(mkdtempSync(path.join(tmpdir(), 'check-')), 'config.yaml');
@@ -116,21 +115,4 @@ describe('operator commands', () => {
     expect(code).toBe(0);
     expect(err).toBe(`using Redis ${testRedisUrl()} (REDIS_URL), queue prefix ${prefix} (QUEUE_PREFIX), config file none`);
   });
-});
-
-describe('the service process', () => {
-  // A real start-up, as an operator would see it: ts-node loads the whole service first (seconds on a busy machine).
-  it('when the config file has an unknown key, then start-up stops naming it and the nearest setting', async () => {
-    const file = writeConfig({ targts: [{ name: 'erp', url: 'http://127.0.0.1:9/x', events: ['*'] }] });
-    const child = spawn(process.execPath, ['-r', 'ts-node/register', path.join(ROOT, 'src/main.ts')], {
-      cwd: ROOT,
-      env: { ...process.env, TS_NODE_SWC: 'true', CONFIG_FILE: file, PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64 },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
-    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-    expect(code).toBe(78);
-    expect(stderr).toBe(`invalid configuration:\n  - targts: unknown setting; did you mean targets? (in ${file})\n`);
-  }, 90000);
 });

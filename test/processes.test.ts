@@ -82,16 +82,23 @@ describe('worker processes', () => {
 });
 
 describe('start-up', () => {
-  it('when the configuration is invalid, then the service exits 78 and names every problem', async () => {
-    const { spawnSync } = await import('node:child_process');
-    const res = spawnSync(process.execPath, ['-r', 'ts-node/register', path.resolve(__dirname, '../src/main.ts')], {
-      env: { ...process.env, TS_NODE_SWC: 'true', PLATFORM_PUBLIC_KEYS: 'not-a-key!', PORT: 'http' },
-      encoding: 'utf8',
-      timeout: 20000,
+  it('when the configuration is invalid, then the service exits 78 and names every problem as the operator wrote it', async () => {
+    const { spawn } = await import('node:child_process');
+    const file = writeConfig({ targts: [{ name: 'erp', url: 'http://127.0.0.1:9/x', events: ['*'] }] });
+    const child = spawn(process.execPath, ['-r', 'ts-node/register', path.resolve(__dirname, '../src/main.ts')], {
+      env: { ...process.env, TS_NODE_SWC: 'true', PLATFORM_PUBLIC_KEYS: 'not-a-key!', PORT: 'http', CONFIG_FILE: file },
+      stdio: ['ignore', 'ignore', 'pipe'],
     });
-    expect(res.status).toBe(78);
-    expect(res.stderr).toContain('invalid configuration');
-    expect(res.stderr).toContain('port:');
+    let stderr = '';
+    child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    expect(code).toBe(78);
+    expect(stderr).toBe([
+      'invalid configuration:',
+      `  - targts: unknown setting; did you mean targets? (in ${file})`,
+      '  - PORT: Invalid input: expected number, received string',
+      '',
+    ].join('\n'));
   });
 });
 
