@@ -103,12 +103,12 @@ describe('configuration', () => {
     return [];
   }
 
-  it('when a CIDR or a trusted proxy is not an address, then the problem is named', () => {
+  it('when a CIDR or a trusted proxy is not an address, then the problem is named as the variable and item', () => {
     expect(problems({ PLATFORM_SOURCE_CIDRS: '203.0.113.0/24,10.0.0.0/33,example.com' })).toEqual([
-      expect.stringMatching(/^platformSourceCidrs\.1: must be an IPv4 or IPv6 address or CIDR/),
-      expect.stringMatching(/^platformSourceCidrs\.2: /),
+      expect.stringMatching(/^PLATFORM_SOURCE_CIDRS\[1\]: must be an IPv4 or IPv6 address or CIDR/),
+      expect.stringMatching(/^PLATFORM_SOURCE_CIDRS\[2\]: /),
     ]);
-    expect(problems({ TRUST_PROXY: 'true' })).toEqual([expect.stringMatching(/^trustProxy/)]);
+    expect(problems({ TRUST_PROXY: 'true' })).toEqual([expect.stringMatching(/^TRUST_PROXY/)]);
     expect(problems({ TRUST_PROXY: '10.0.0.0/8,loopback', PLATFORM_SOURCE_CIDRS: '2001:db8::/32,192.0.2.7' })).toEqual([]);
   });
 

@@ -13,7 +13,7 @@ type Env = Record<string, string | undefined>;
 type Path = readonly (string | number)[];
 
 /** Where a setting's value came from: an environment variable, the CONFIG_FILE, or the defaults. */
-export type SettingOrigin = { kind: 'env'; name: string } | { kind: 'file'; file: string } | { kind: 'default' };
+export type SettingOrigin = { kind: 'env'; name: string; path: readonly string[] } | { kind: 'file'; file: string } | { kind: 'default' };
 
 export interface LoadedConfig {
   config: Config;
@@ -67,7 +67,8 @@ export function keyPath(p: Path): string {
 
 /** One problem, naming the setting the way the operator wrote it: the variable, or the key and its file. */
 export function describeProblem(p: Path, message: string, origin: SettingOrigin): string {
-  if (origin.kind === 'env') return `${origin.name}: ${message}`;
+  // An item of a list variable is named by its position: PLATFORM_SOURCE_CIDRS[1].
+  if (origin.kind === 'env') return `${origin.name}${p.slice(origin.path.length).map((k) => `[${k}]`).join('')}: ${message}`;
   if (origin.kind === 'file') return `${keyPath(p)}: ${message} (in ${origin.file})`;
   return `${keyPath(p)}: ${message}`;
 }
@@ -85,7 +86,7 @@ export function loadConfigDetailed(env: Env, defaultsFile = DEFAULTS_FILE): Load
   const originOf = (p: Path): SettingOrigin => {
     // Later sources win, so look in the order env, file, defaults.
     for (const [name, setting] of Object.entries(ENV_SETTINGS)) {
-      if (env[name] !== undefined && env[name] !== '' && startsWith(p, setting.path)) return { kind: 'env', name };
+      if (env[name] !== undefined && env[name] !== '' && startsWith(p, setting.path)) return { kind: 'env', name, path: setting.path };
     }
     if (configFile && p.length > 0 && has(fromFile, p[0] as string)) return { kind: 'file', file: configFile };
     return { kind: 'default' };
