@@ -30,7 +30,9 @@ export class ServiceProcess {
     });
     let stderr = '';
     child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
-    await service.waitForLog((l) => l.message === 'admin listening', 20000).catch((err: Error) => {
+    await service.waitForLog((l) => l.message === 'admin listening', 20000).catch(async (err: Error) => {
+      // A process that never came up is not in the caller's list to stop; left running it keeps jest alive.
+      await service.kill('SIGKILL');
       throw new Error(`${err.message}\n${stderr}`);
     });
     return service;
