@@ -42,6 +42,6 @@ describe('the admin server has its own timeouts', () => {
   it('reads them from ADMIN_*_TIMEOUT_MS or admin.* and refuses a headers timeout past the request timeout', () => {
     expect(loadConfig({ ROLE: 'worker' }).admin).toEqual({ requestTimeoutMs: 30000, headersTimeoutMs: 10000, keepAliveTimeoutMs: 5000 });
     expect(() => loadConfig({ ROLE: 'worker', ADMIN_HEADERS_TIMEOUT_MS: '40000' })).toThrow(ConfigError);
-    expect(() => loadConfig({ ROLE: 'worker', ADMIN_HEADERS_TIMEOUT_MS: '40000' })).toThrow(/admin\.headersTimeoutMs: must not exceed admin\.requestTimeoutMs/);
+    expect(() => loadConfig({ ROLE: 'worker', ADMIN_HEADERS_TIMEOUT_MS: '40000' })).toThrow(/ADMIN_HEADERS_TIMEOUT_MS: must not exceed admin\.requestTimeoutMs/);
   });
 });
