@@ -31,13 +31,13 @@ describe('config check', () => {
       adminToken: 'admin-token-0123456789abcdef',
       signatureSchemes: ['current', 'legacy'],
       merchantId: 'M100023',
-      targets: [{ name: 'ledger', url: 'http://127.0.0.1:9/hooks', events: ['payment.result'], secret: 'whsec_c2VjcmV0LXZhbHVlLWhlcmU=', headers: { Authorization: 'Bearer internal-token-xyz' } }],
+      targets: [{ name: 'ledger', url: 'http://127.0.0.1:9/hooks', events: ['payment.result'], secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', headers: { Authorization: 'Bearer internal-token-xyz' } }],
     });
     const { code, out } = await cli({ PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64, CONFIG_FILE: file, REDIS_URL: testRedisUrl() }, 'config', 'check');
 
     expect(code).toBe(0);
     expect(out).toContain(`configuration is valid; Redis ${testRedisUrl()} (REDIS_URL), queue prefix whr (default), config file ${file}`);
-    for (const secret of ['admin-token-0123456789abcdef', 'c2VjcmV0LXZhbHVlLWhlcmU', 'internal-token-xyz']) expect(out).not.toContain(secret);
+    for (const secret of ['admin-token-0123456789abcdef', 'MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'internal-token-xyz']) expect(out).not.toContain(secret);
     expect(out).toMatch(/^ {2}adminToken: "\*\*\*"$/m);
     expect(out).toMatch(/^ +Authorization: "\*\*\*"$/m);
     expect(out).toMatch(/^ {2}merchantId: M100023$/m);
