@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { EVENT_TABLE } from '../src/events/table';
 import type { SignedRequest } from '../src/signature/options';
+import { createPrecheck, type Precheck } from '../src/signature/precheck';
 import { createVerifier, type Verifier } from '../src/signature/verify';
 import { genuinePool, type Genuine, type Wire } from './support/fuzz-requests';
 import { NOW_MS, rsaKeyPair, verifierOptions } from './support/signed-request';
@@ -22,8 +23,10 @@ const foreign = rsaKeyPair();
 const trusted = [platformA.publicKey, platformB.publicKey];
 /** appid configured: a present appid header must be the platform's. */
 const strict = createVerifier(verifierOptions(trusted));
+const strictPrecheck = createPrecheck(verifierOptions(trusted));
 /** appid not configured: the header is unsigned and free. */
 const open = createVerifier(verifierOptions(trusted, { appId: undefined }));
+const openPrecheck = createPrecheck(verifierOptions(trusted, { appId: undefined }));
 const pool = genuinePool(SEED, POOL_SIZE, [platformA.privateKey, platformB.privateKey], foreign.privateKey);
 const currentPool = pool.filter((g) => g.scheme === 'current');
 const legacyPool = pool.filter((g) => g.scheme === 'legacy');
@@ -42,10 +45,16 @@ function count(kind: string): void {
   seen.set(kind, (seen.get(kind) ?? 0) + 1);
 }
 
-function neverVerifies(verify: Verifier, g: Genuine, m: Mutation): void {
+/** No mutation verifies; and when the precheck refuses it before the body, the verifier agrees exactly. */
+function neverVerifies(verify: Verifier, precheck: Precheck, g: Genuine, m: Mutation): void {
   count(`${g.scheme}:${m.kind}`);
-  const result = verify(asRequest(mutate(g, m)));
+  const request = asRequest(mutate(g, m));
+  const result = verify(request);
   if (result.ok) throw new Error(`a ${m.kind} mutation of a ${g.scheme} request verified`);
+  const early = precheck(request.headers, request.nowMs);
+  if (early && (early.reason !== result.reason || early.detail !== result.detail)) {
+    throw new Error(`the precheck said ${early.reason} (${early.detail}), the verifier ${result.reason} (${result.detail})`);
+  }
 }
 
 /**
@@ -83,13 +92,13 @@ describe(`the pure verifier under property-based fuzzing (seed ${SEED})`, () => 
     console.log(`fuzz-verifier seed ${SEED}: ${total} cases\n${[...seen].sort().map(([k, n]) => `  ${k} ${n}`).join('\n')}`);
   });
 
-  it('when current-scheme signed content is mutated, then it never verifies', () => {
-    fc.assert(fc.property(fc.nat(currentPool.length - 1), currentMutation, (i, m) => neverVerifies(strict, currentPool[i]!, m)), params(RUNS.currentMutations));
+  it('when current-scheme signed content is mutated, then it never verifies (and the precheck never disagrees)', () => {
+    fc.assert(fc.property(fc.nat(currentPool.length - 1), currentMutation, (i, m) => neverVerifies(strict, strictPrecheck, currentPool[i]!, m)), params(RUNS.currentMutations));
     expect(seen.get('current:foreign-key')).toBeGreaterThan(0);
   }, LONG);
 
   it('when legacy signed content is mutated (body, its timestamp, the signature), then it never verifies', () => {
-    fc.assert(fc.property(fc.nat(legacyPool.length - 1), legacyMutation, (i, m) => neverVerifies(strict, legacyPool[i]!, m)), params(RUNS.legacyMutations));
+    fc.assert(fc.property(fc.nat(legacyPool.length - 1), legacyMutation, (i, m) => neverVerifies(strict, strictPrecheck, legacyPool[i]!, m)), params(RUNS.legacyMutations));
     expect(seen.get('legacy:legacy-body-timestamp')).toBeGreaterThan(0);
   }, LONG);
 
@@ -109,6 +118,7 @@ describe(`the pure verifier under property-based fuzzing (seed ${SEED})`, () => 
         else headers['x-svc-appid'] = app;
         const result = open(asRequest({ ...g.wire, headers }));
         if (!result.ok) throw new Error(`an equivalent request was refused: ${result.reason} (${result.detail})`);
+        if (openPrecheck(headers, NOW_MS)) throw new Error('the precheck refused an equivalent request');
         if (result.replayKey !== g.replayKey || result.timestamp !== g.timestamp) throw new Error(`replay key ${result.replayKey}, expected ${g.replayKey}`);
       }),
       params(RUNS.currentEquivalents),
@@ -125,6 +135,7 @@ describe(`the pure verifier under property-based fuzzing (seed ${SEED})`, () => 
         delete headers['x-svc-sign-alg']; // a current-scheme header would hand the request to that scheme
         const result = strict(asRequest({ ...g.wire, target: path, headers }));
         if (!result.ok) throw new Error(`an equivalent request was refused: ${result.reason} (${result.detail})`);
+        if (strictPrecheck(headers, NOW_MS)) throw new Error('the precheck refused an equivalent request');
         if (result.replayKey !== g.replayKey || result.timestamp !== g.timestamp) throw new Error(`replay key ${result.replayKey}, expected ${g.replayKey}`);
       }),
       params(RUNS.legacyEquivalents),
