@@ -137,6 +137,22 @@ describe('the forwarded request', () => {
     expect(req.headers.authorization).toBe('Bearer internal-token');
   });
 
+  it('with secret: [new, old] (a rotation), webhook-signature holds one v1 signature per secret and verifies under each', async () => {
+    const NEW_SECRET = 'whsec_QmV0dGVyIHJvdGF0ZSB0aGlzIHNlY3JldCBzb29u';
+    const ledger = await target();
+    f = buildForwarding(platform, [{ name: 'ledger', url: ledger.url, secret: [NEW_SECRET, SECRET] }]);
+    await notify('payment.result', '{"type":"MERCH","data":{"status":"SUCCESS"}}');
+    await ledger.waitFor(() => ledger.requests.length === 1);
+    const req = ledger.requests[0]!;
+    const headers = req.headers as Record<string, string>;
+
+    expect(headers['webhook-signature']!.split(' ')).toEqual([expect.stringMatching(/^v1,/), expect.stringMatching(/^v1,/)]);
+    for (const secret of [NEW_SECRET, SECRET]) {
+      expect(new Webhook(secret).verify(req.body, headers)).toMatchObject({ id: headers['webhook-id'], type: 'payment.result' });
+    }
+    expect(() => new Webhook('whsec_c29tZSBvdGhlciBzZWNyZXQgbm90IGNvbmZpZ3VyZWQ=').verify(req.body, headers)).toThrow(/No matching signature/);
+  });
+
   it('passthrough: the original bytes and the platform signature headers arrive unchanged', async () => {
     const verifier = await target();
     f = buildForwarding(platform, [{ name: 'verifier', url: verifier.url, format: 'passthrough' }]);

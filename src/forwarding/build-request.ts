@@ -1,5 +1,5 @@
-import { Webhook } from 'standardwebhooks';
 import { decodeRawBody, type DeliveryJob } from '../pipeline/jobs';
+import type { RequestSigner } from './signer';
 import type { Target } from './target-schema';
 
 export interface OutgoingRequest {
@@ -9,11 +9,11 @@ export interface OutgoingRequest {
 
 /**
  * `standard`: Standard Webhooks JSON whose `data` is the platform's body spliced in as received (no
- * re-serialisation, so unknown fields and number formats survive), signed with the target's secret.
+ * re-serialisation, so unknown fields and number formats survive), signed with the target's secrets.
  * `passthrough`: the platform's bytes and signature headers, unchanged, for a system that verifies the
  * platform's signature itself; `x-forwarded-uri` tells it which request target was signed.
  */
-export function buildRequest(job: DeliveryJob, target: Target, signer: Webhook | undefined, now: Date): OutgoingRequest {
+export function buildRequest(job: DeliveryJob, target: Target, sign: RequestSigner | undefined, now: Date): OutgoingRequest {
   const raw = decodeRawBody(job);
   if (target.format === 'passthrough') {
     const headers: Record<string, string> = {
@@ -25,9 +25,9 @@ export function buildRequest(job: DeliveryJob, target: Target, signer: Webhook |
       ...(job.merchantId ? { 'x-merch-id': job.merchantId } : {}),
     };
     // The platform's timestamp ages on retries and replays; our own signature is always fresh.
-    if (signer) {
+    if (sign) {
       headers['webhook-timestamp'] = String(Math.floor(now.getTime() / 1000));
-      headers['webhook-signature'] = signer.sign(job.eventId, now, raw);
+      headers['webhook-signature'] = sign(job.eventId, now, raw);
     }
     return { headers, body: raw };
   }
@@ -42,7 +42,7 @@ export function buildRequest(job: DeliveryJob, target: Target, signer: Webhook |
     'webhook-id': job.eventId,
     'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
   };
-  if (signer) headers['webhook-signature'] = signer.sign(job.eventId, now, body);
+  if (sign) headers['webhook-signature'] = sign(job.eventId, now, body);
   if (job.merchantId) headers['x-merch-id'] = job.merchantId;
   return { headers, body };
 }

@@ -1,6 +1,5 @@
 import { Worker, UnrecoverableError, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { Webhook } from 'standardwebhooks';
 import { Agent } from 'undici';
 import type { Logger } from '../logging/logger';
 import type { Metrics } from '../monitoring/metrics';
@@ -9,6 +8,7 @@ import { deliveryBackoff } from '../pipeline/job-options';
 import type { DeliveryFailure, DeliveryJob } from '../pipeline/jobs';
 import { deliveryQueueName } from '../pipeline/names';
 import { buildRequest } from './build-request';
+import { createSigner } from './signer';
 import type { Target } from './target-schema';
 
 export interface WorkerDeps {
@@ -25,14 +25,14 @@ export interface WorkerDeps {
 /** Consumes one target's delivery queue with that target's concurrency, rate limit and backoff. */
 export function createDeliveryWorker(target: Target, deps: WorkerDeps): { worker: Worker; close(): Promise<void> } {
   const dispatcher = new Agent({ connections: target.concurrency, keepAliveTimeout: 4000 });
-  const signer = target.secret ? new Webhook(target.secret) : undefined;
+  const sign = createSigner(target);
   const { logger, metrics } = deps;
 
   const processor = async (job: Job<DeliveryJob>): Promise<AttemptSuccess> => {
     const attempt = job.attemptsMade + 1;
     const { eventId, eventType } = job.data;
     try {
-      const result = await attemptDelivery(target, dispatcher, buildRequest(job.data, target, signer, new Date()));
+      const result = await attemptDelivery(target, dispatcher, buildRequest(job.data, target, sign, new Date()));
       metrics.deliveries.labels(target.name, eventType, 'delivered').inc();
       metrics.deliveryLatency.labels(target.name).observe((Date.now() - Date.parse(job.data.receivedAt)) / 1000);
       logger.info('delivered', { eventId, eventType, target: target.name, attempt, status: result.status, latencyMs: result.latencyMs });

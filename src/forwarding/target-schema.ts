@@ -14,14 +14,20 @@ const eventSelector = z.enum(['*', ...EVENT_TYPES], {
   },
 });
 
+const webhookSecret = z.string().regex(/^whsec_[A-Za-z0-9+/=]+$/, 'must be whsec_ followed by Base64');
+
 const targetFields = z.object({
   /** Names the target in queues, metrics and logs. */
   name: z.string().regex(/^[a-z0-9_-]{1,40}$/, 'lower-case letters, digits, _ and -, at most 40'),
   url: z.url({ protocol: /^https?$/ }),
   /** Event types to receive, or `["*"]` for all. */
   events: z.array(eventSelector).min(1),
-  /** A Standard Webhooks secret (`whsec_…`): forwarded requests then carry `webhook-signature`. */
-  secret: z.string().regex(/^whsec_[A-Za-z0-9+/=]+$/, 'must be whsec_ followed by Base64').optional(),
+  /**
+   * A Standard Webhooks secret (`whsec_…`), or several during a rotation (`[whsec_new, whsec_old]`):
+   * forwarded requests then carry one `v1,` signature per secret in `webhook-signature`, so the
+   * merchant's system verifies with either while it switches. Read it through `secretsOf`.
+   */
+  secret: z.union([webhookSecret, z.array(webhookSecret).min(1).max(10)]).optional(),
   /** Static headers sent on every request, e.g. Authorization. */
   headers: z.record(z.string(), z.string()).default({}),
   /** @defaultValue 10000 */
@@ -73,4 +79,10 @@ export type Target = z.infer<typeof targetSchema>;
 
 export function subscribes(target: Target, eventType: string): boolean {
   return target.events.some((e) => e === '*' || e === eventType);
+}
+
+/** The target's secrets as a list (empty when it signs nothing). */
+export function secretsOf(target: Pick<Target, 'secret'>): string[] {
+  if (target.secret === undefined) return [];
+  return typeof target.secret === 'string' ? [target.secret] : [...new Set(target.secret)];
 }
