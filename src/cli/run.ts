@@ -6,6 +6,7 @@ import type { OperatorContext } from './operator-context';
 import { deadLetterCommand } from './commands/dead-letters';
 import { eventCommand, quarantineCommand, queuesCommand, targetCommand } from './commands/operations';
 import { keygen } from './commands/keygen';
+import { listenCommand } from './commands/listen';
 import { parseEventTypes, sendNotification } from './commands/send';
 import { DefaultsNotChosenError, operatorConfig, type OperatorEnv } from './operator-config';
 
@@ -28,6 +29,13 @@ test notifications:
 configuration:
   config check                       validate the configuration as the service would, print it with
                                      secrets masked, and warn about risky settings (asks Redis too)
+
+the merchant's side:
+  listen --secret whsec_… [options]  receive forwarded events locally, verify their signature, print each one
+      --port N                       listen port (default 4000; 0 picks a free one), POST on any path
+      --secret S                     the target's secret; give it twice during a rotation
+      --forward-to URL               pass each verified event on to your local handler and print its answer
+      --json                         print the raw event instead of a readable line
 
 operations (read the service's configuration: CONFIG_FILE, REDIS_URL, QUEUE_PREFIX, ...; each one
 prints the Redis, prefix and file it uses, and refuses to run when none of them is set, unless
@@ -72,6 +80,8 @@ async function dispatch(argv: string[], io: CliIo): Promise<number> {
     case 'send':
     case 'trigger':
       return sendCommand(rest, io);
+    case 'listen':
+      return listenCommand(rest, io.out);
     case 'dlq':
       return deadLetterCommand(operator(io, useDefaults), rest);
     case 'queues':
