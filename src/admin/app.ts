@@ -29,6 +29,8 @@ export interface AdminDeps {
   quarantine: Quarantine;
   targets: TargetControl;
   registry: Registry;
+  /** The OpenAPI 3.1 description of this service's notify paths and forwarded events. */
+  openapi: Record<string, unknown>;
   mask: (payload: unknown) => unknown;
   readOnlyDashboard: boolean;
   logger: Logger;
@@ -54,6 +56,9 @@ export function createAdminApp(deps: AdminDeps): Express {
   app.get('/metrics', guard, async (_req, res) => {
     res.setHeader('content-type', deps.registry.contentType);
     res.send(await deps.registry.metrics());
+  });
+  app.get('/admin/openapi.json', guard, helmet(), (_req, res) => {
+    res.json(deps.openapi);
   });
   // Bull Board's page uses inline scripts and styles, so it gets a looser CSP than the JSON API.
   const showJobData = dashboardJobData(deps.mask);

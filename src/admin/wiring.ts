@@ -8,6 +8,7 @@ import { checkRedisDurability } from '../monitoring/redis-durability';
 import { createDeadLetters } from '../operations/dead-letters';
 import { createQuarantine } from '../operations/quarantine';
 import { createTargetControl } from '../operations/targets';
+import { buildOpenApiDocument } from '../openapi/document';
 import type { Pipeline } from '../pipeline/pipeline';
 import { createAdminApp } from './app';
 
@@ -39,6 +40,7 @@ export function wireAdmin(config: Config, pipeline: Pipeline, registry: Registry
     quarantine: createQuarantine(pipeline),
     targets: createTargetControl(pipeline),
     registry,
+    openapi: buildOpenApiDocument({ headerPrefix: config.signatureHeaderPrefix, basePath: config.callbackBasePath }),
     mask: createMasker(config.sensitiveFields),
     readOnlyDashboard: config.adminReadOnlyDashboard,
     logger,

@@ -1,0 +1,55 @@
+import { EVENT_TABLE, type EventDefinition } from '../events/table';
+import { jsonSchemaOf } from './json-schema';
+
+/** The Standard Webhooks headers on every forwarded request. */
+export const WEBHOOK_PARAMETERS = {
+  webhookId: { name: 'webhook-id', in: 'header', required: true, description: 'The event id: the same on every attempt, replay and resend. Use it as the idempotency key.', schema: { type: 'string', pattern: '^evt_[0-9a-f]{40}$' } },
+  webhookTimestamp: { name: 'webhook-timestamp', in: 'header', required: true, description: 'Seconds since the epoch at this attempt.', schema: { type: 'string', pattern: '^\\d+$' } },
+  webhookSignature: {
+    name: 'webhook-signature',
+    in: 'header',
+    required: false,
+    description: 'When the target has a secret: `v1,<Base64 HMAC-SHA256>` of `<webhook-id>.<webhook-timestamp>.<body>`, one per secret, space-separated (rotation).',
+    schema: { type: 'string', pattern: '^v1,[A-Za-z0-9+/=]+( v1,[A-Za-z0-9+/=]+)*$' },
+  },
+  forwardedMerchId: { name: 'x-merch-id', in: 'header', required: false, description: 'The notification\'s `X-Merch-Id`, when it carried one.', schema: { type: 'string' } },
+} as const;
+
+function webhook(e: EventDefinition): Record<string, unknown> {
+  return {
+    post: {
+      operationId: `deliver_${e.type.replace(/[^a-z0-9]+/g, '_')}`,
+      summary: `${e.type}, as forwarded to a target (format: standard)`,
+      description:
+        'Sent to every target subscribed to this type. A `passthrough` target instead receives the platform\'s original body and signature headers, with `webhook-id` and `x-forwarded-uri`.',
+      tags: ['forwarded events'],
+      parameters: Object.keys(WEBHOOK_PARAMETERS).map((name) => ({ $ref: `#/components/parameters/${name}` })),
+      requestBody: {
+        required: true,
+        content: {
+          'application/json': {
+            schema: {
+              type: 'object',
+              required: ['id', 'type', 'timestamp', 'data'],
+              properties: {
+                id: { type: 'string', description: 'The event id (equals `webhook-id`).' },
+                type: { type: 'string', const: e.type },
+                timestamp: { type: 'string', format: 'date-time', description: 'When the service received the notification.' },
+                data: { ...jsonSchemaOf(e.schema), description: 'The platform\'s body, byte for byte as received.' },
+              },
+            },
+          },
+        },
+      },
+      responses: {
+        '2XX': { description: 'Delivered; the delivery is done.' },
+        default: { description: '408, 429, 5xx (and the target\'s `retryStatuses`), timeouts and network errors are retried with backoff; any other status is permanent and dead-letters the delivery.' },
+      },
+    },
+  };
+}
+
+/** `webhooks`: the seven forwarded event types, from the event table. */
+export function forwardedWebhooks(): Record<string, unknown> {
+  return Object.fromEntries(EVENT_TABLE.map((e) => [e.type, webhook(e)]));
+}
