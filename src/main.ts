@@ -20,7 +20,7 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config.logLevel, undefined, config.logRepeatIntervalMs);
   for (const [message, fields] of keyWarnings) logger.warn(message, fields);
   const metrics = createMetrics();
   const service = await startService(config, keys, logger, metrics);
@@ -30,6 +30,7 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info('shutting down', { signal });
+    logger.repeated.flush();
     service
       .close()
       .then(() => {

@@ -4,7 +4,7 @@ import type { Config } from './config/schema';
 import { startWorkers, type RunningWorkers } from './forwarding/workers';
 import type { Logger } from './logging/logger';
 import type { Metrics } from './monitoring/metrics';
-import { createProducerConnection } from './pipeline/connection';
+import { createProducerConnection, reportConnectionErrors } from './pipeline/connection';
 import { createPipeline, pipelineOptions, type Pipeline } from './pipeline/pipeline';
 import { startReceiver, type RunningReceiver } from './receiver';
 
@@ -23,7 +23,7 @@ export interface RunningService {
  */
 export async function startService(config: Config, keys: readonly KeyObject[], logger: Logger, metrics: Metrics): Promise<RunningService> {
   const connection = createProducerConnection(config.redisUrl, config.enqueueTimeoutMs);
-  connection.on('error', (err) => logger.warn('redis connection error', { role: 'producer', error: err.message }));
+  reportConnectionErrors(connection, logger, 'producer');
   const pipeline = createPipeline(connection, pipelineOptions(config));
   const receiver = config.role !== 'worker' ? await startReceiver({ config, keys, logger, metrics, pipeline }) : undefined;
   const workers = config.role !== 'receiver' ? startWorkers(config, pipeline, logger, metrics) : undefined;

@@ -26,6 +26,7 @@ export const ENV_SETTINGS: Record<string, { path: string[]; parse: Parse }> = {
   PLATFORM_SOURCE_CIDRS: { path: ['platformSourceCidrs'], parse: list },
   TRUST_PROXY: { path: ['trustProxy'], parse: intOrList },
   LOG_LEVEL: { path: ['logLevel'], parse: text },
+  LOG_REPEAT_INTERVAL_MS: { path: ['logRepeatIntervalMs'], parse: int },
   SHUTDOWN_TIMEOUT_MS: { path: ['shutdownTimeoutMs'], parse: int },
   ROLE: { path: ['role'], parse: text },
   ADMIN_PORT: { path: ['adminPort'], parse: int },

@@ -48,6 +48,8 @@ export const configSchema = z
       ])
       .optional(),
     logLevel: z.enum(['error', 'warn', 'info', 'http', 'verbose', 'debug', 'silly']),
+    /** A recurring error (Redis down, a target down) is logged once per this interval, with a count. */
+    logRepeatIntervalMs: ms.min(100),
     sensitiveFields: z.array(z.string().min(1)),
     /** Completed jobs are removed after this age or count; failed ones are kept for an operator. */
     retention: z.object({

@@ -1,7 +1,9 @@
 import { EventEmitter } from 'node:events';
 import { UnrecoverableError } from 'bullmq';
 import { request, type Dispatcher } from 'undici';
+import { maskHeaders } from '../logging/mask-headers';
 import { parseRetryAfter, TransientDeliveryError } from './backoff';
+import { classifyNetworkError, summarise, type FailureFacts } from './failure';
 import type { DeliveryResult } from '../pipeline/jobs';
 import type { OutgoingRequest } from './build-request';
 import type { Target } from './target-schema';
@@ -12,28 +14,25 @@ const ALWAYS_RETRIED = new Set([408, 429]);
 /** A successful attempt: the delivery job's return value. */
 export type AttemptSuccess = DeliveryResult;
 
-/** A permanent failure (a 4xx the target does not want retried): the delivery is dead-lettered now. */
+/** A permanent failure (a 4xx the target does not want retried): the delivery is dead-lettered now. Stackless, like TransientDeliveryError. */
 export class PermanentDeliveryError extends UnrecoverableError {
   constructor(
     message: string,
     readonly status: number,
     readonly responseExcerpt: string,
+    readonly facts?: FailureFacts,
   ) {
     super(message);
     this.name = 'PermanentDeliveryError';
+    this.stack = '';
     Object.setPrototypeOf(this, new.target.prototype);
   }
 }
 
-export interface FailureDetails {
-  status?: number;
-  responseExcerpt?: string;
-}
-
-export function failureDetails(err: unknown): FailureDetails {
-  if (err instanceof PermanentDeliveryError) return { status: err.status, responseExcerpt: err.responseExcerpt };
-  if (err instanceof TransientDeliveryError) return { status: err.status, responseExcerpt: err.responseExcerpt };
-  return {};
+/** What an attempt met, when it failed in a way we recognise; an unexpected error has no facts. */
+export function failureFacts(err: unknown): FailureFacts | undefined {
+  if (err instanceof PermanentDeliveryError || err instanceof TransientDeliveryError) return err.facts;
+  return undefined;
 }
 
 /**
@@ -48,6 +47,7 @@ export function failureDetails(err: unknown): FailureDetails {
  */
 export async function attemptDelivery(target: Target, dispatcher: Dispatcher, req: OutgoingRequest): Promise<AttemptSuccess> {
   const started = performance.now();
+  const elapsed = () => Math.round(performance.now() - started);
   const deadline = new EventEmitter();
   let timedOut = false;
   const timer = setTimeout(() => {
@@ -67,18 +67,21 @@ export async function attemptDelivery(target: Target, dispatcher: Dispatcher, re
         bodyTimeout: target.timeoutMs,
       });
     } catch (err) {
-      const e = err as Error & { code?: string };
-      const timeout = timedOut || e.code === 'UND_ERR_HEADERS_TIMEOUT' || e.code === 'UND_ERR_BODY_TIMEOUT';
-      throw new TransientDeliveryError(timeout ? `timeout after ${target.timeoutMs} ms` : `network error: ${e.code ?? e.message}`);
+      const e = err as Error & { code?: string; cause?: { code?: string } };
+      const code = e.code ?? e.cause?.code;
+      const facts: FailureFacts = { errorClass: timedOut ? 'timeout' : classifyNetworkError(code), latencyMs: elapsed() };
+      throw new TransientDeliveryError(summarise(facts, code ?? e.message, target.timeoutMs), undefined, undefined, undefined, facts);
     }
     const excerpt = await readExcerpt(res.body);
-    const latencyMs = Math.round(performance.now() - started);
+    const latencyMs = elapsed();
     const status = res.statusCode;
-    if (status >= 200 && status < 300) return { status, latencyMs };
+    if (status >= 200 && status < 300) return { status, latencyMs, requestHeaders: maskHeaders(req.headers) };
+    const facts: FailureFacts = { errorClass: 'http_status', status, latencyMs, responseExcerpt: excerpt };
+    const summary = summarise(facts, '', target.timeoutMs);
     if (status >= 500 || ALWAYS_RETRIED.has(status) || target.retryStatuses.includes(status)) {
-      throw new TransientDeliveryError(`HTTP ${status}`, status, parseRetryAfter(res.headers['retry-after']), excerpt);
+      throw new TransientDeliveryError(summary, status, parseRetryAfter(res.headers['retry-after']), excerpt, facts);
     }
-    throw new PermanentDeliveryError(`HTTP ${status} (not retried)`, status, excerpt);
+    throw new PermanentDeliveryError(`${summary} (not retried)`, status, excerpt, facts);
   } finally {
     clearTimeout(timer);
   }

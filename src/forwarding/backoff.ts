@@ -1,15 +1,22 @@
+import type { FailureFacts } from './failure';
 import type { Target } from './target-schema';
 
-/** A failure worth another attempt; `retryAfterMs` comes from the target's Retry-After header. */
+/**
+ * A failure worth another attempt; `retryAfterMs` comes from the target's Retry-After header. Its
+ * message is the readable summary and it carries no stack trace: BullMQ stores an error's stack on
+ * the job and the dashboard shows it, and a frame list says nothing about why a target answered 503.
+ */
 export class TransientDeliveryError extends Error {
   constructor(
     message: string,
     readonly status?: number,
     readonly retryAfterMs?: number,
     readonly responseExcerpt?: string,
+    readonly facts?: FailureFacts,
   ) {
     super(message);
     this.name = 'TransientDeliveryError';
+    this.stack = '';
     Object.setPrototypeOf(this, new.target.prototype);
   }
 }

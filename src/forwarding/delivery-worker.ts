@@ -3,12 +3,13 @@ import type { Redis } from 'ioredis';
 import { Agent } from 'undici';
 import type { Logger } from '../logging/logger';
 import type { Metrics } from '../monitoring/metrics';
-import { attemptDelivery, failureDetails, type AttemptSuccess } from './attempt';
+import { attemptDelivery, failureFacts, type AttemptSuccess } from './attempt';
 import { deliveryBackoff } from '../pipeline/job-options';
 import type { DeliveryFailure, DeliveryJob } from '../pipeline/jobs';
 import { deliveryQueueName } from '../pipeline/names';
-import { buildRequest } from './build-request';
+import { buildRequest, type OutgoingRequest } from './build-request';
 import { createSigner } from './signer';
+import { maskHeaders } from '../logging/mask-headers';
 import type { Target } from './target-schema';
 
 export interface WorkerDeps {
@@ -31,26 +32,37 @@ export function createDeliveryWorker(target: Target, deps: WorkerDeps): { worker
   const processor = async (job: Job<DeliveryJob>): Promise<AttemptSuccess> => {
     const attempt = job.attemptsMade + 1;
     const { eventId, eventType } = job.data;
+    let req: OutgoingRequest | undefined;
     try {
-      const result = await attemptDelivery(target, dispatcher, buildRequest(job.data, target, sign, new Date()));
+      req = buildRequest(job.data, target, sign, new Date());
+      const result = await attemptDelivery(target, dispatcher, req);
       metrics.deliveries.labels(target.name, eventType, 'delivered').inc();
       metrics.deliveryLatency.labels(target.name).observe((Date.now() - Date.parse(job.data.receivedAt)) / 1000);
       logger.info('delivered', { eventId, eventType, target: target.name, attempt, status: result.status, latencyMs: result.latencyMs });
       return result;
     } catch (err) {
       const error = (err as Error).message;
-      const details = failureDetails(err);
+      const facts = failureFacts(err);
       const final = err instanceof UnrecoverableError || attempt >= (job.opts.attempts ?? 1);
-      const failure: DeliveryFailure = { at: new Date().toISOString(), attempt, error, ...details };
+      const failure: DeliveryFailure = {
+        at: new Date().toISOString(),
+        attempt,
+        target: target.name,
+        error,
+        ...facts,
+        requestHeaders: req ? maskHeaders(req.headers) : undefined,
+      };
       await job.log(JSON.stringify(failure));
+      const fields = { eventId, eventType, target: target.name, attempt, errorClass: facts?.errorClass, status: facts?.status, latencyMs: facts?.latencyMs, error };
       if (final) {
         await job.updateData({ ...job.data, lastFailure: failure });
         metrics.deliveries.labels(target.name, eventType, 'dead_lettered').inc();
         metrics.deadLetters.labels(target.name).inc();
-        logger.error('delivery dead-lettered', { eventId, eventType, target: target.name, attempt, status: details.status, error });
+        logger.error('delivery dead-lettered', fields);
       } else {
         metrics.deliveries.labels(target.name, eventType, 'retry').inc();
-        logger.warn('delivery attempt failed; will retry', { eventId, eventType, target: target.name, attempt, status: details.status, error });
+        // A target that is down fails every delivery the same way: one line per interval, with the count.
+        logger.repeated('warn', `retry:${target.name}:${facts?.errorClass ?? error}:${facts?.status ?? ''}`, 'delivery attempt failed; will retry', fields);
       }
       throw err;
     }
@@ -66,7 +78,7 @@ export function createDeliveryWorker(target: Target, deps: WorkerDeps): { worker
     maxStalledCount: 5,
     settings: { backoffStrategy: deliveryBackoff(target) },
   });
-  worker.on('error', (err) => logger.warn('delivery worker error', { target: target.name, error: err.message }));
+  worker.on('error', (err) => logger.repeated('warn', `delivery worker error:${err.message}`, 'delivery worker error', { target: target.name, error: err.message }));
   return {
     worker,
     async close() {

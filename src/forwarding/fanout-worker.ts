@@ -23,7 +23,7 @@ export function createFanoutWorker(eventType: EventType, deps: FanoutDeps): Work
     const subscribed = pipeline.targets().filter((t) => subscribes(t, eventType));
     // The index serves look-ups only: written alongside the deliveries, and its failure never holds them back.
     const indexing = pipeline.indexRequestIds(job.data).catch((err: Error) =>
-      deps.logger.warn('request_id index not written', { eventId: job.data.eventId, error: err.message }),
+      deps.logger.repeated('warn', `index:${err.message}`, 'request_id index not written', { eventId: job.data.eventId, error: err.message }),
     );
     if (subscribed.length === 0) {
       await indexing;
@@ -42,17 +42,14 @@ export function createFanoutWorker(eventType: EventType, deps: FanoutDeps): Work
     stalledInterval: deps.stalledIntervalMs,
     settings: { backoffStrategy: fanoutBackoff },
   });
-  worker.on('error', (err) => deps.logger.warn('fan-out worker error', { eventType, error: err.message }));
+  worker.on('error', (err) => deps.logger.repeated('warn', `fan-out worker error:${err.message}`, 'fan-out worker error', { eventType, error: err.message }));
   worker.on('failed', (job, err) => {
     if (!job || err instanceof UnrecoverableError) return; // unrouted: already logged and counted
     const final = job.attemptsMade >= (job.opts.attempts ?? 1);
     if (final) deps.metrics.fanoutFailures.labels(eventType).inc();
-    deps.logger[final ? 'error' : 'warn'](final ? 'fan-out failed for good; the event is kept as a failed job' : 'fan-out failed; will retry', {
-      eventId: job.data.eventId,
-      eventType,
-      attempt: job.attemptsMade,
-      error: err.message,
-    });
+    const fields = { eventId: job.data.eventId, eventType, attempt: job.attemptsMade, error: err.message };
+    if (final) deps.logger.error('fan-out failed for good; the event is kept as a failed job', fields);
+    else deps.logger.repeated('warn', `fan-out retry:${eventType}:${err.message}`, 'fan-out failed; will retry', fields);
   });
   return worker;
 }

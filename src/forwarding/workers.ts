@@ -3,7 +3,7 @@ import type { Config } from '../config/schema';
 import { EVENT_TYPES } from '../events/table';
 import type { Logger } from '../logging/logger';
 import type { Metrics } from '../monitoring/metrics';
-import { createWorkerConnection } from '../pipeline/connection';
+import { createWorkerConnection, reportConnectionErrors } from '../pipeline/connection';
 import type { Pipeline } from '../pipeline/pipeline';
 import { createDeliveryWorker } from './delivery-worker';
 import { createFanoutWorker } from './fanout-worker';
@@ -16,7 +16,7 @@ export interface RunningWorkers {
 /** Starts the fan-out workers (one per event type) and a delivery worker per target, over the process's pipeline. */
 export function startWorkers(config: Config, pipeline: Pipeline, logger: Logger, metrics: Metrics): RunningWorkers {
   const connection = createWorkerConnection(config.redisUrl);
-  connection.on('error', (err) => logger.warn('redis connection error', { role: 'worker', error: err.message }));
+  reportConnectionErrors(connection, logger, 'worker');
   const deps = {
     connection,
     prefix: pipeline.prefix,

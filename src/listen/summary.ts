@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { EVENT_TABLE } from '../events/table';
-import { requestIdsOf } from '../operations/request-index';
+import { requestIdsOf } from '../pipeline/request-index';
 
 export interface EventSummary {
   id: string;

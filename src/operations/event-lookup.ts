@@ -1,4 +1,4 @@
-import type { DeliveryFailure } from '../pipeline/jobs';
+import type { DeliveryFailure, DeliveryResult } from '../pipeline/jobs';
 import type { Pipeline } from '../pipeline/pipeline';
 import type { DeliveryQueue } from '../pipeline/queues';
 
@@ -11,7 +11,11 @@ export interface DeliveryView {
   failedReason?: string;
   /** Every failed attempt, oldest first. */
   failedAttempts: DeliveryFailure[];
+  /** Every attempt, oldest first: the failed ones, then the one that delivered. */
+  attempts: AttemptView[];
 }
+
+export type AttemptView = (DeliveryFailure & { outcome: 'failed' }) | (DeliveryResult & { outcome: 'delivered'; at: string; attempt: number; target: string });
 
 export interface EventView {
   eventId: string;
@@ -31,6 +35,11 @@ async function deliveryView(target: string, queue: DeliveryQueue, eventId: strin
   const job = await queue.getJob(eventId);
   if (!job) return undefined;
   const [state, logs] = await Promise.all([job.getState(), queue.getJobLogs(eventId)]);
+  const failedAttempts = logs.logs.map((l) => JSON.parse(l) as DeliveryFailure);
+  const attempts: AttemptView[] = failedAttempts.map((f) => ({ ...f, outcome: 'failed' as const }));
+  if (state === 'completed' && job.returnvalue && job.finishedOn) {
+    attempts.push({ ...job.returnvalue, outcome: 'delivered', at: new Date(job.finishedOn).toISOString(), attempt: job.attemptsMade, target });
+  }
   return {
     target,
     state,
@@ -38,7 +47,8 @@ async function deliveryView(target: string, queue: DeliveryQueue, eventId: strin
     deliveredAt: state === 'completed' && job.finishedOn ? new Date(job.finishedOn).toISOString() : undefined,
     result: job.returnvalue ?? undefined,
     failedReason: job.failedReason || undefined,
-    failedAttempts: logs.logs.map((l) => JSON.parse(l) as DeliveryFailure),
+    failedAttempts,
+    attempts,
   };
 }
 

@@ -1,4 +1,13 @@
 import { Redis } from 'ioredis';
+import type { Logger } from '../logging/logger';
+
+/**
+ * Logs a connection's errors without flooding: while Redis is unreachable every connection reports
+ * the same error on each reconnect, so each distinct error is a line per interval with a count.
+ */
+export function reportConnectionErrors(connection: Redis, logger: Logger, role: string): void {
+  connection.on('error', (err) => logger.repeated('warn', `redis:${err.message}`, 'redis connection error', { role, error: err.message }));
+}
 
 /**
  * A connection for producers and admin reads. Commands fail at once while Redis is unreachable

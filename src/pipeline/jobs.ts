@@ -1,4 +1,5 @@
 import type { EventPayloadMap, EventType } from '../events/table';
+import type { ErrorClass } from '../forwarding/failure';
 import type { SignatureScheme } from '../signature/result';
 
 interface ReceivedNotification {
@@ -51,19 +52,29 @@ export type DeliveryJob = Pick<
   lastFailure?: DeliveryFailure;
 };
 
-/** What a successful delivery attempt returns (the job's return value). */
+/** What a successful delivery attempt returns (the job's return value, which costs no extra Redis call). */
 export interface DeliveryResult {
   status: number;
   latencyMs: number;
+  /** The request headers sent, credentials and signatures masked. */
+  requestHeaders?: Record<string, string>;
 }
 
+/** One failed attempt, as data: in the job's log, the admin API's event view and the dead letter. */
 export interface DeliveryFailure {
   at: string;
   attempt: number;
+  target?: string;
+  /** http_status, timeout, connection_refused, connection_reset, dns, tls, network; absent for an unexpected error. */
+  errorClass?: ErrorClass;
   status?: number;
+  /** The readable summary, also the job's failedReason. */
   error: string;
+  latencyMs?: number;
   /** The first bytes of the target's answer. */
   responseExcerpt?: string;
+  /** The request headers sent, credentials and signatures masked. */
+  requestHeaders?: Record<string, string>;
 }
 
 export function toDeliveryJob(event: EventJob, target: string): DeliveryJob {

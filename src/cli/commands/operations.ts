@@ -42,6 +42,13 @@ export function eventCommand({ config, out }: OperatorContext, args: string[]): 
         ['TARGET', 'STATE', 'ATTEMPTS', 'DELIVERED AT', 'LAST ERROR'],
         event.deliveries.map((d) => [d.target, d.state, d.attemptsMade, d.deliveredAt, d.failedAttempts.at(-1)?.error]),
       ));
+      const attempts = event.deliveries.flatMap((d) => d.attempts);
+      if (attempts.length) {
+        out(formatTable(
+          ['TARGET', '#', 'AT', 'OUTCOME', 'STATUS', 'CLASS', 'LATENCY', 'ANSWER'],
+          attempts.map((a) => [a.target, a.attempt, a.at, a.outcome, a.status, 'errorClass' in a ? a.errorClass : '', a.latencyMs === undefined ? '' : `${a.latencyMs} ms`, 'responseExcerpt' in a ? a.responseExcerpt?.replace(/\s+/g, ' ').slice(0, 60) : '']),
+        ));
+      }
     }
     return missing ? 1 : 0;
   });
