@@ -6,6 +6,7 @@ import type { Logger } from '../logging/logger';
 import type { DeadLetters } from '../operations/dead-letters';
 import type { Quarantine } from '../operations/quarantine';
 import { createRecovery } from '../operations/recovery';
+import type { Resender } from '../operations/resend';
 import type { TargetControl } from '../operations/targets';
 import type { Pipeline } from '../pipeline/pipeline';
 import { createFailureWindow, type FailureWindowOptions } from './auth-failures';
@@ -28,6 +29,7 @@ export interface AdminDeps {
   deadLetters: DeadLetters;
   quarantine: Quarantine;
   targets: TargetControl;
+  resender: Resender;
   registry: Registry;
   /** The OpenAPI 3.1 description of this service's notify paths and forwarded events. */
   openapi: Record<string, unknown>;
@@ -74,8 +76,8 @@ export function createAdminApp(deps: AdminDeps): Express {
   const api = express.Router();
   api.use(guard, sameOriginWrites, helmet(), express.json({ limit: '1mb' }));
   api.use('/queues', queueRoutes(deps.pipeline, deps.targets));
-  api.use('/events', eventRoutes(deps.pipeline, deps.mask));
-  const recovery = createRecovery({ deadLetters: deps.deadLetters, quarantine: deps.quarantine, targets: deps.targets, logger: deps.logger });
+  const recovery = createRecovery({ deadLetters: deps.deadLetters, quarantine: deps.quarantine, targets: deps.targets, resender: deps.resender, logger: deps.logger });
+  api.use('/events', eventRoutes(deps.pipeline, deps.mask, recovery));
   api.use('/dead-letters', deadLetterRoutes(deps.deadLetters, recovery));
   api.use('/quarantine', quarantineRoutes(deps.quarantine, recovery));
   api.use('/targets', targetRoutes(deps.targets, recovery));

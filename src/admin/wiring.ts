@@ -7,6 +7,7 @@ import { registerQueueMetrics } from '../monitoring/queue-metrics';
 import { checkRedisDurability } from '../monitoring/redis-durability';
 import { createDeadLetters } from '../operations/dead-letters';
 import { createQuarantine } from '../operations/quarantine';
+import { createResender } from '../operations/resend';
 import { createTargetControl } from '../operations/targets';
 import { buildOpenApiDocument } from '../openapi/document';
 import type { Pipeline } from '../pipeline/pipeline';
@@ -39,6 +40,7 @@ export function wireAdmin(config: Config, pipeline: Pipeline, registry: Registry
     deadLetters: createDeadLetters(pipeline),
     quarantine: createQuarantine(pipeline),
     targets: createTargetControl(pipeline),
+    resender: createResender(pipeline),
     registry,
     openapi: buildOpenApiDocument({ headerPrefix: config.signatureHeaderPrefix, basePath: config.callbackBasePath }),
     mask: createMasker(config.sensitiveFields),

@@ -4,6 +4,7 @@ import type { Logger } from '../logging/logger';
 import { createDeadLetters } from '../operations/dead-letters';
 import { createQuarantine } from '../operations/quarantine';
 import { createRecovery, type Recovery } from '../operations/recovery';
+import { createResender } from '../operations/resend';
 import { createTargetControl } from '../operations/targets';
 import type { Pipeline } from '../pipeline/pipeline';
 
@@ -22,6 +23,7 @@ export function recoveryFor(ctx: OperatorContext, pipeline: Pipeline): Recovery 
     deadLetters: createDeadLetters(pipeline),
     quarantine: createQuarantine(pipeline),
     targets: createTargetControl(pipeline),
+    resender: createResender(pipeline),
     logger: ctx.logger,
   });
 }

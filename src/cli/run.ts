@@ -46,6 +46,7 @@ given --defaults):
   queues                             every queue: waiting, active, delayed, failed, completed, oldest waiting
   event <event id>                   where an event is, each target's delivery and its attempts
   event --request-id <id>            the same, by the platform's request_id
+  event resend <event id> [--target T]  deliver it again (same webhook-id), to T or every subscribed target
   quarantine list                    verified notifications that are not valid JSON or fail their schema
   quarantine replay <id> [--body F]  queue it again, as it is or with a corrected body from file F
   target list | pause <name> | resume <name>

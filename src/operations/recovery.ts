@@ -2,6 +2,7 @@ import { writeAudit, type Actor } from '../logging/audit';
 import type { Logger } from '../logging/logger';
 import type { DeadLetterFilter, DeadLetters } from './dead-letters';
 import type { Quarantine } from './quarantine';
+import type { Resender } from './resend';
 import type { TargetControl } from './targets';
 
 export type DeadLetterSelection = { ids: readonly string[] } | ({ all: true } & Omit<DeadLetterFilter, 'limit'>);
@@ -11,8 +12,8 @@ export type DeadLetterSelection = { ids: readonly string[] } | ({ all: true } & 
  * a target), each written to the audit log with who acted and what it touched. The admin API and
  * the CLI both go through here, so their audit lines are the same.
  */
-export function createRecovery(deps: { deadLetters: DeadLetters; quarantine: Quarantine; targets: TargetControl; logger: Logger }) {
-  const { deadLetters, quarantine, targets, logger } = deps;
+export function createRecovery(deps: { deadLetters: DeadLetters; quarantine: Quarantine; targets: TargetControl; resender: Resender; logger: Logger }) {
+  const { deadLetters, quarantine, targets, resender, logger } = deps;
   return {
     async replayDeadLetters(actor: Actor, selection: DeadLetterSelection) {
       const result = 'ids' in selection ? await deadLetters.replay(selection.ids) : await deadLetters.replayMatching(selection);
@@ -35,6 +36,18 @@ export function createRecovery(deps: { deadLetters: DeadLetters; quarantine: Qua
         outcomes: results.map((r) => r.outcome),
       });
       return results;
+    },
+
+    /** A refused resend (unknown id, body gone) is audited too: someone asked for it. */
+    async resendEvent(actor: Actor, eventId: string, target?: string) {
+      try {
+        const result = await resender.resend(eventId, target);
+        writeAudit(logger, actor, 'event.resend', { items: [eventId], target, targets: result.targets });
+        return result;
+      } catch (err) {
+        writeAudit(logger, actor, 'event.resend', { items: [eventId], target, refused: (err as Error).message });
+        throw err;
+      }
     },
 
     async setTargetPaused(actor: Actor, target: string, paused: boolean): Promise<void> {

@@ -21,8 +21,23 @@ export function queuesCommand({ config, out }: OperatorContext): Promise<number>
   });
 }
 
+/** `event resend <event id> [--target <name>]`: a new attempt series with the same webhook-id. */
+function resendCommand(ctx: OperatorContext, args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { target: { type: 'string' } } });
+  const [eventId] = positionals;
+  if (!eventId || positionals.length > 1) throw new Error('give one event id: event resend <event id> [--target <name>]');
+  return withQueues(ctx.config, async (queues) => {
+    const result = await recoveryFor(ctx, queues).resendEvent(ctx.actor, eventId, values.target);
+    for (const t of result.targets) ctx.out(`${t.outcome === 'resent' ? 'resent     ' : 'in progress'}  ${t.target}/${eventId}`);
+    if (result.targets.length === 0) ctx.out(`${eventId}: no target subscribes to its type`);
+    return result.targets.length > 0 && result.targets.every((t) => t.outcome === 'resent') ? 0 : 1;
+  });
+}
+
 /** `event <event id>` or `event --request-id <id>`: where an event is and each delivery's attempts. */
-export function eventCommand({ config, out }: OperatorContext, args: string[]): Promise<number> {
+export function eventCommand(ctx: OperatorContext, args: string[]): Promise<number> {
+  if (args[0] === 'resend') return resendCommand(ctx, args.slice(1));
+  const { config, out } = ctx;
   const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { 'request-id': { type: 'string' } } });
   return withQueues(config, async (pipeline) => {
     const mask = createMasker(config.sensitiveFields);

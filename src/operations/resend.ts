@@ -1,0 +1,95 @@
+import { subscribes, type Target } from '../forwarding/target-schema';
+import { deliveryJobOptions } from '../pipeline/job-options';
+import { toDeliveryJob, type DeliveryJob } from '../pipeline/jobs';
+import type { Pipeline } from '../pipeline/pipeline';
+import { UnknownTargetError } from './dead-letters';
+
+export type ResendOutcome = 'resent' | 'in_progress';
+
+export interface ResendResult {
+  eventId: string;
+  /** Each target and what happened: a new attempt series, or none because one is under way. */
+  targets: { target: string; outcome: ResendOutcome }[];
+}
+
+/** An event id nobody knows: never received, or past the de-duplication window. 404. */
+export class UnknownEventError extends Error {
+  readonly status = 404;
+  constructor(readonly eventId: string) {
+    super(`no event ${eventId} (unknown, or past the de-duplication window)`);
+    this.name = 'UnknownEventError';
+    Object.setPrototypeOf(this, new.target.prototype);
+  }
+}
+
+/** The event was received, but no job holds its body any more (completed-job retention). 410. */
+export class EventBodyGoneError extends Error {
+  readonly status = 410;
+  constructor(readonly eventId: string, retentionSeconds: number) {
+    super(`event ${eventId} was received, but its body is gone: delivered jobs are kept ${retentionSeconds} s (retention.completed), so it can no longer be resent`);
+    this.name = 'EventBodyGoneError';
+    Object.setPrototypeOf(this, new.target.prototype);
+  }
+}
+
+/** The named target does not take this event's type. 400. */
+export class NotSubscribedError extends Error {
+  readonly status = 400;
+  constructor(target: string, eventType: string) {
+    super(`target "${target}" does not subscribe to ${eventType}`);
+    this.name = 'NotSubscribedError';
+    Object.setPrototypeOf(this, new.target.prototype);
+  }
+}
+
+/**
+ * Sends an event again, to one target or to every target subscribed to its type, as a new attempt
+ * series of the same delivery job, so it keeps its `webhook-id`, whether the earlier delivery
+ * succeeded or failed. Possible while some job still holds the body: the delivery jobs and the event
+ * job are kept for the completed-job retention after they finish (dead letters for ever).
+ */
+export function createResender(pipeline: Pipeline) {
+  /** Any job that still holds the event's body, and whether the event is known at all. */
+  async function findBody(eventId: string): Promise<{ body?: Omit<DeliveryJob, 'target' | 'lastFailure'>; known: boolean }> {
+    for (const [, queue] of pipeline.deliveryQueues()) {
+      const job = await queue.getJob(eventId);
+      if (job) return { body: job.data, known: true };
+    }
+    const found = await pipeline.findEvent(eventId);
+    if (found && 'payload' in found.job.data) return { body: toDeliveryJob(found.job.data, ''), known: true };
+    if (found) return { known: true };
+    // Past the retention the jobs are gone, but BullMQ's de-duplication record still knows the id.
+    for (const queue of pipeline.eventQueues()) if (await queue.getDeduplicationJobId(eventId)) return { known: true };
+    return { known: false };
+  }
+
+  async function resendTo(target: Target, body: Omit<DeliveryJob, 'target' | 'lastFailure'>): Promise<ResendOutcome> {
+    const queue = pipeline.deliveryQueue(target.name);
+    if (!queue) throw new UnknownTargetError(target.name);
+    const existing = await queue.getJob(body.eventId);
+    if (existing) {
+      const state = await existing.getState();
+      if (state !== 'completed' && state !== 'failed') return 'in_progress';
+      await existing.retry(state, { resetAttemptsMade: true, resetAttemptsStarted: true });
+      return 'resent';
+    }
+    await queue.add(body.eventType, { ...body, target: target.name }, deliveryJobOptions(body.eventId, target, pipeline.options.retention));
+    return 'resent';
+  }
+
+  return {
+    async resend(eventId: string, only?: string): Promise<ResendResult> {
+      const configured = pipeline.targets();
+      if (only !== undefined && !configured.some((t) => t.name === only)) throw new UnknownTargetError(only);
+      const { body, known } = await findBody(eventId);
+      if (!body) throw known ? new EventBodyGoneError(eventId, pipeline.options.retention.completed.ageSeconds) : new UnknownEventError(eventId);
+      const chosen = only !== undefined ? configured.filter((t) => t.name === only) : configured.filter((t) => subscribes(t, body.eventType));
+      for (const t of chosen) if (!subscribes(t, body.eventType)) throw new NotSubscribedError(t.name, body.eventType);
+      const targets = [];
+      for (const target of chosen) targets.push({ target: target.name, outcome: await resendTo(target, body) });
+      return { eventId, targets };
+    },
+  };
+}
+
+export type Resender = ReturnType<typeof createResender>;
