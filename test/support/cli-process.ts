@@ -13,7 +13,7 @@ export class CliProcess {
   static start(args: string[], env: Record<string, string> = {}): CliProcess {
     const child = spawn(process.execPath, ['-r', 'ts-node/register', path.join(ROOT, 'src/cli/main.ts'), ...args], {
       cwd: ROOT,
-      env: { ...process.env, TS_NODE_SWC: 'true', ...env },
+      env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const cli = new CliProcess(child);
