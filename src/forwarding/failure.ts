@@ -31,7 +31,7 @@ export function summarise(facts: FailureFacts, detail: string, timeoutMs: number
     case 'http_status':
       return `HTTP ${facts.status} after ${facts.latencyMs} ms${excerpt ? `: ${excerpt}` : ''}`;
     case 'timeout':
-      return `timeout: no complete answer within ${timeoutMs} ms`;
+      return `timeout after ${timeoutMs} ms`;
     default:
       return `${facts.errorClass.replace('_', ' ')} (${detail}) after ${facts.latencyMs} ms`;
   }
