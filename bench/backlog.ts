@@ -1,24 +1,54 @@
 import { randomBytes } from 'node:crypto';
-import { EVENT_TABLE } from '../src/events/table';
+import type { Redis } from 'ioredis';
+import { EVENT_TABLE, type EventPayloadMap, type EventType } from '../src/events/table';
 import { createProducerConnection } from '../src/pipeline/connection';
+import { buildEventJob } from '../src/pipeline/jobs';
 import { createPipeline } from '../src/pipeline/pipeline';
+import { parsePayload } from '../src/receiving/parse-payload';
 import { randomNonce } from '../src/signing/sign';
+import { createBaselineProducer } from './baseline-producer';
+import type { VerifiedRequest } from './event-job';
 import { uniqueSampleBody } from './bodies';
-import { buildEventJob } from './event-job';
 import { pipelineOptionsFor, serviceDefaults } from './service-defaults';
 
+/** Queues one verified request; resolves false when it was not newly accepted. */
+type Enqueue = (request: VerifiedRequest) => Promise<boolean>;
+
+/** The service's own pipeline (src/pipeline: its job, ids, options and de-duplication), as the receiver queues. */
+function servicePipeline(connection: Redis, prefix: string) {
+  const pipeline = createPipeline(connection, pipelineOptionsFor(serviceDefaults(), prefix));
+  const enqueue: Enqueue = async (r) => {
+    const definition = EVENT_TABLE.find((e) => e.type === r.eventType)!;
+    const parsed = parsePayload(definition, r.body.toString('utf8'));
+    if (!parsed.ok) throw new Error(`backlog body does not parse: ${parsed.errors.join('; ')}`);
+    const job = buildEventJob({ ...r, scheme: 'current' }, parsed.payload as EventPayloadMap[EventType]);
+    return (await pipeline.enqueueEvent(job, r.nonce)) === 'accepted';
+  };
+  return { enqueue, close: () => pipeline.close() };
+}
+
+/** The baselines' own producer, which the raw worker drains. */
+function baselineProducer(connection: Redis, prefix: string) {
+  const producer = createBaselineProducer(connection, prefix);
+  const enqueue: Enqueue = async (r) => {
+    await producer.add(r);
+    return true;
+  };
+  return { enqueue, close: () => producer.close() };
+}
+
 /**
- * Queues `count` events with the service's own pipeline (src/pipeline: same job options and
- * de-duplication) while no worker runs, so a drain starts from a full backlog. Signing
- * is skipped (workers never verify); the signature header gets a random value of the real length.
+ * Queues `count` events while no worker runs, so a drain starts from a full backlog: the service's
+ * through its own pipeline, the raw worker's through the baseline producer. Signing is skipped
+ * (workers never verify); the signature header gets a random value of the real length.
  */
-export async function enqueueBacklog(redisUrl: string, prefix: string, count: number): Promise<{ seconds: number }> {
+export async function enqueueBacklog(kind: 'service' | 'baseline', redisUrl: string, prefix: string, count: number): Promise<{ seconds: number }> {
   const connection = createProducerConnection(redisUrl);
   await new Promise<void>((resolve, reject) => {
     connection.once('ready', resolve);
     connection.once('error', reject);
   });
-  const pipeline = createPipeline(connection, pipelineOptionsFor(serviceDefaults(), prefix));
+  const producer = kind === 'service' ? servicePipeline(connection, prefix) : baselineProducer(connection, prefix);
   const started = performance.now();
   let next = 0;
   let notAccepted = 0;
@@ -28,32 +58,35 @@ export async function enqueueBacklog(redisUrl: string, prefix: string, count: nu
       const i = next++;
       const definition = EVENT_TABLE[i % EVENT_TABLE.length];
       if (!definition) throw new Error('empty event table');
-      const nonce = randomNonce();
-      const now = Date.now();
-      const job = buildEventJob({
-        eventType: definition.type,
-        path: definition.path,
-        body: Buffer.from(uniqueSampleBody(definition.type).body),
-        timestamp: now,
-        nonce,
-        signatureHeaders: {
-          'x-svc-timestamp': String(now),
-          'x-svc-nonce': nonce,
-          'x-svc-sign': encodeURIComponent(randomBytes(256).toString('base64')),
-          'x-svc-sign-alg': 'SHA256_WITH_RSA',
-        },
-        contentType: 'application/json',
-        receivedAtMs: now,
-      });
-      if ((await pipeline.enqueueEvent(job, nonce)) !== 'accepted') notAccepted++;
+      if (!(await producer.enqueue(request(definition.type, definition.path)))) notAccepted++;
     }
   };
   try {
     await Promise.all(Array.from({ length: 64 }, lane));
   } finally {
-    await pipeline.close();
+    await producer.close();
     connection.disconnect();
   }
   if (notAccepted > 0) throw new Error(`${notAccepted} of ${count} backlog events were not accepted (duplicate ids?)`);
   return { seconds: (performance.now() - started) / 1000 };
+}
+
+function request(eventType: EventType, path: string): VerifiedRequest {
+  const nonce = randomNonce();
+  const now = Date.now();
+  return {
+    eventType,
+    path,
+    body: Buffer.from(uniqueSampleBody(eventType).body),
+    timestamp: now,
+    nonce,
+    signatureHeaders: {
+      'x-svc-timestamp': String(now),
+      'x-svc-nonce': nonce,
+      'x-svc-sign': encodeURIComponent(randomBytes(256).toString('base64')),
+      'x-svc-sign-alg': 'SHA256_WITH_RSA',
+    },
+    contentType: 'application/json',
+    receivedAtMs: now,
+  };
 }

@@ -14,16 +14,17 @@ export interface VerifiedRequest {
 }
 
 /**
- * A deterministic event id of the service's form (`evt_` and 40 hex digits of a SHA-256 over type and
- * body), computed here so the harness does not depend on how the service derives its ids.
+ * The baselines' own event id, of the service's form (`evt_` and 40 hex digits of a SHA-256 over type
+ * and body), computed here so the baselines do not depend on how the service derives its ids.
  */
 export function benchEventId(eventType: string, body: Buffer): string {
   return `evt_${createHash('sha256').update(eventType).update('\n').update(body).digest('hex').slice(0, 40)}`;
 }
 
 /**
- * The job as the receiver stores it (src/receiving/receive.ts), so the lean baseline and the
- * drain backlog write the same bytes to Redis as the service does. Bodies here are always UTF-8 JSON.
+ * The baselines' own job, the shape the receiver stores, so the baselines write about the same bytes
+ * to Redis as the service does. Bodies here are always UTF-8 JSON. The rest of the harness uses the
+ * service's own builder (src/pipeline/jobs.ts).
  */
 export function buildEventJob(r: VerifiedRequest): EventJob {
   const rawBody = r.body.toString('utf8');

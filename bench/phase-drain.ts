@@ -3,7 +3,7 @@ import type { BenchContext } from './context';
 import { FORWARDING_MISSING, serviceLogFile } from './context';
 import { sleep } from './processes';
 import { expireRetainedCompleted, waitUntilSettled } from './queues';
-import { censusKeys, expireExpiringKeys } from './redis';
+import { censusKeys, expireExpiringKeys, memoryUsage } from './redis';
 import type { DrainFigures, DrainPhase, MaybeDrain } from './results';
 import { RssSampler, rssOf, toMB } from './rss';
 import { startRawWorkerProcess, startService, type Subject } from './subjects';
@@ -37,7 +37,7 @@ async function drainRun(ctx: BenchContext, kind: Kind, backlog: number, label: s
   await ctx.sink.reset();
   const prefix = `${label}${kind}`;
   const redisStart = await ctx.redis.usedMemory();
-  const { seconds: enqueueSec } = await enqueueBacklog(ctx.redis.url, prefix, backlog);
+  const { seconds: enqueueSec } = await enqueueBacklog(kind, ctx.redis.url, prefix, backlog);
   const redisQueued = await ctx.redis.usedMemory();
   ctx.log(`${label} ${kind}: ${backlog} events queued in ${enqueueSec.toFixed(1)} s, ${((redisQueued - redisStart) / backlog).toFixed(0)} B each`);
 
@@ -60,6 +60,7 @@ async function drainRun(ctx: BenchContext, kind: Kind, backlog: number, label: s
   await expireRetainedCompleted(ctx.redis.admin, prefix);
   const redisAfterRetention = await ctx.redis.usedMemory();
   const census = await censusKeys(ctx.redis.admin, prefix);
+  const remembered = await memoryUsage(ctx.redis.admin, prefix);
   await expireExpiringKeys(ctx.redis.admin, prefix);
   // Redis shrinks its emptied key tables in its background cron, not at once.
   await sleep(ctx.options.smoke ? 300 : 2000);
@@ -81,6 +82,7 @@ async function drainRun(ctx: BenchContext, kind: Kind, backlog: number, label: s
     eventStreamMB: toMB(census.eventStreamBytes),
     persistentKeys: census.other,
     residualBytesPerEvent: Math.round((redisAfterExpiry - redisStart - census.eventStreamBytes) / backlog),
+    rememberedBytesPerEvent: Math.round(remembered.bytes / backlog),
     failedJobs: totals.failed,
     rssMaxMB: toMB(rss.max()),
     rssAfterMB: toMB(rssAfter),
@@ -90,6 +92,8 @@ async function drainRun(ctx: BenchContext, kind: Kind, backlog: number, label: s
       `after retention ${toMB(redisAfterRetention - redisStart)} MB (${census.expiring} keys with a TTL, ${census.jobs} job keys, ${census.other} others), ` +
       `after TTLs ${toMB(redisAfterExpiry - redisStart)} MB`,
   );
+  const breakdown = Object.entries(remembered.byKind).map(([kind, k]) => `${kind} ${k.keys} keys ${Math.round(k.bytes / backlog)} B/event`);
+  ctx.log(`${label} ${kind}: remembered per event ${figures.rememberedBytesPerEvent} B (${breakdown.join(', ')})`);
   if (!wait.complete) ctx.log(`${label} ${kind}: WARNING only ${stats.unique} of ${backlog} delivered within the bound`);
   return figures;
 }

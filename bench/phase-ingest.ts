@@ -9,11 +9,14 @@ import type { IngestFigures, IngestPhase } from './results';
 import { RssSampler, rssOf, toMB } from './rss';
 import { startBaselineServer, startService, type Subject } from './subjects';
 
-type Kind = 'service' | 'baseline';
+/** The service, the node:http baseline, and the same baseline handler inside one Express middleware. */
+type Kind = 'service' | 'baseline' | 'express';
 
 async function startSubject(ctx: BenchContext, kind: Kind, prefix: string, cpuProfDir?: string): Promise<Subject> {
   const common = { redisUrl: ctx.redis.url, publicKeyFile: ctx.workdir.publicKeyFile, prefix };
-  if (kind === 'baseline') return startBaselineServer({ ...common, rawConcurrency: ctx.options.drain.rawWorkerConcurrency, autoPipelining: ctx.options.baselineAutoPipelining });
+  if (kind !== 'service') {
+    return startBaselineServer({ ...common, rawConcurrency: ctx.options.drain.rawWorkerConcurrency, autoPipelining: ctx.options.baselineAutoPipelining, http: kind === 'express' ? 'express' : 'node' });
+  }
   // ROLE=receiver: the ingest figure is the receiver's alone, like the baseline server's.
   return startService({ ...common, role: 'receiver', logFile: serviceLogFile(ctx, `ingest-${prefix}`), cpuProfDir, extraEnv: ctx.options.serviceEnv });
 }
@@ -77,11 +80,18 @@ function best(rounds: IngestFigures[]): IngestFigures {
 }
 
 export async function runIngestPhase(ctx: BenchContext): Promise<IngestPhase> {
-  const rounds: IngestPhase['rounds'] = { service: [], baseline: [] };
+  const rounds: IngestPhase['rounds'] = { service: [], baseline: [], express: [] };
+  const kinds: Kind[] = ['baseline', 'express', 'service'];
   for (let round = 1; round <= Math.max(1, ctx.options.ingest.rounds); round++) {
-    // Alternate who goes first, so a slow spell on the machine does not always hit the same subject.
-    const order: Kind[] = round % 2 === 1 ? ['baseline', 'service'] : ['service', 'baseline'];
+    // Rotate who goes first, so a slow spell on the machine does not always hit the same subject.
+    const order = kinds.map((_, i) => kinds[(i + round - 1) % kinds.length] as Kind);
     for (const kind of order) rounds[kind].push(await ingestRound(ctx, kind, round));
   }
-  return { connections: ctx.options.ingest.connections, service: best(rounds.service), baseline: best(rounds.baseline), rounds };
+  return {
+    connections: ctx.options.ingest.connections,
+    service: best(rounds.service),
+    baseline: best(rounds.baseline),
+    expressBaseline: best(rounds.express),
+    rounds,
+  };
 }

@@ -8,7 +8,6 @@ import { Redis } from 'ioredis';
 import { Agent, request } from 'undici';
 import { EVENT_TYPES } from '../src/events/table';
 import type { EventJob } from '../src/pipeline/jobs';
-import { eventQueueName } from '../src/pipeline/names';
 
 export interface RawWorkerOptions {
   redisUrl: string;
@@ -43,7 +42,8 @@ export function startRawWorker(opts: RawWorkerOptions): RunningRawWorker {
 
   const workers = EVENT_TYPES.map(
     (type) =>
-      new Worker<EventJob>(eventQueueName(type), deliver, {
+      // The baseline producer's queues (baseline-producer.ts), one per event type, named by the type.
+      new Worker<EventJob>(type, deliver, {
         connection,
         prefix: opts.prefix,
         concurrency: opts.concurrency,

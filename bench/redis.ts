@@ -121,6 +121,38 @@ export async function censusKeys(redis: Redis, prefix: string): Promise<KeyCensu
   return census;
 }
 
+/**
+ * `MEMORY USAGE` (every element counted) of every key under a prefix except BullMQ's event streams
+ * (capped by BullMQ, not per event): what Redis holds for the events it remembers.
+ */
+export async function memoryUsage(redis: Redis, prefix: string): Promise<{ bytes: number; byKind: Record<string, { keys: number; bytes: number }> }> {
+  let bytes = 0;
+  const byKind: Record<string, { keys: number; bytes: number }> = {};
+  for await (const keys of scanKeys(redis, `${prefix}:*`)) {
+    const counted = keys.filter((key) => !key.endsWith(':events'));
+    const pipeline = redis.pipeline();
+    for (const key of counted) pipeline.call('MEMORY', 'USAGE', key, 'SAMPLES', '0');
+    const replies = (await pipeline.exec()) ?? [];
+    replies.forEach(([err, usage], i) => {
+      if (err) return;
+      const size = Number(usage ?? 0);
+      bytes += size;
+      const kind = keyKind(counted[i] ?? '', prefix);
+      const entry = (byKind[kind] ??= { keys: 0, bytes: 0 });
+      entry.keys++;
+      entry.bytes += size;
+    });
+  }
+  return { bytes, byKind };
+}
+
+/** A key's kind for the memory breakdown: its segments after the prefix, ids replaced by `*`. */
+function keyKind(key: string, prefix: string): string {
+  const parts = key.slice(prefix.length + 1).split(':');
+  if (parts.length <= 2) return parts.length === 2 && /^[a-z-]+$/.test(parts[1] ?? '') ? 'queue structures' : `${parts[0]}:*`;
+  return `${parts.slice(0, -1).join(':').replace(/^[a-z_.]+\.[a-z_]+:|^deliver\.[a-z0-9_-]+:/, '<queue>:')}:*`;
+}
+
 /** Deletes every key under a prefix that has a TTL, as if its time had come (de-duplication window passed). */
 export async function expireExpiringKeys(redis: Redis, prefix: string): Promise<number> {
   let deleted = 0;

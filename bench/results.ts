@@ -24,8 +24,11 @@ export interface IngestFigures {
 export interface IngestPhase {
   connections: number;
   service: IngestFigures;
+  /** The lean node:http baseline. */
   baseline: IngestFigures;
-  rounds: { service: IngestFigures[]; baseline: IngestFigures[] };
+  /** The same handler inside one `app.use` on Express 5: what the service's own features are measured against. */
+  expressBaseline: IngestFigures;
+  rounds: { service: IngestFigures[]; baseline: IngestFigures[]; express: IngestFigures[] };
 }
 
 export interface FixedRateFigures {
@@ -78,6 +81,12 @@ export interface DrainFigures {
    * streams: about 0 when Redis is back to its starting level.
    */
   residualBytesPerEvent: number;
+  /**
+   * Redis memory per remembered event: `MEMORY USAGE` of every key under the prefix except BullMQ's
+   * event streams, after the drain and retention (completed jobs removed), with the de-duplication
+   * window still open, divided by the events.
+   */
+  rememberedBytesPerEvent: number;
   failedJobs: number;
   rssMaxMB: number;
   rssAfterMB: number;

@@ -86,6 +86,8 @@ export interface BaselineStart {
   sinkUrl?: string;
   rawConcurrency: number;
   autoPipelining?: boolean;
+  /** `express`: the same handler inside one `app.use` on Express 5. @defaultValue node */
+  http?: 'node' | 'express';
 }
 
 export async function startBaselineServer(opts: BaselineStart): Promise<Subject> {
@@ -96,6 +98,7 @@ export async function startBaselineServer(opts: BaselineStart): Promise<Subject>
     RAW_CONCURRENCY: String(opts.rawConcurrency),
     ...(opts.sinkUrl ? { SINK_URL: opts.sinkUrl } : {}),
     ...(opts.autoPipelining ? { AUTO_PIPELINING: '1' } : {}),
+    ...(opts.http === 'express' ? { BASELINE_HTTP: 'express' } : {}),
   });
   const ready = await waitForMessage<{ type: 'ready'; port: number }>(child, 'ready', 30_000);
   return { kind: 'baseline', pid: pidOf(child), url: `http://127.0.0.1:${ready.port}`, stop: () => stopChild(child) };

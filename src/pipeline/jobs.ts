@@ -1,6 +1,8 @@
+import { isUtf8 } from 'node:buffer';
 import type { EventPayloadMap, EventType } from '../events/table';
 import type { ErrorClass } from '../forwarding/failure';
 import type { SignatureScheme } from '../signature/result';
+import { eventIdFor } from './ids';
 
 interface ReceivedNotification {
   /** Deterministic: the same event type and body always give the same id. */
@@ -75,6 +77,46 @@ export interface DeliveryFailure {
   responseExcerpt?: string;
   /** The request headers sent, credentials and signatures masked. */
   requestHeaders?: Record<string, string>;
+}
+
+/** A verified request, as the receiver has it after verification. */
+export interface VerifiedRequest<E extends EventType = EventType> {
+  eventType: E;
+  merchantId?: string;
+  body: Buffer;
+  receivedAtMs: number;
+  /** The request target as received (path and query string). */
+  path: string;
+  timestamp: number;
+  /** The replay key: the nonce, or a hash of the legacy signature. */
+  nonce: string;
+  scheme: SignatureScheme;
+  contentType?: string;
+  signatureHeaders: Record<string, string>;
+}
+
+/** What every job of a received notification carries, its event id derived from type, sub-merchant and body. */
+export function receivedNotification<E extends EventType>(r: VerifiedRequest<E>): ReceivedNotification & { eventType: E } {
+  const utf8 = isUtf8(r.body);
+  return {
+    eventId: eventIdFor(r.eventType, r.merchantId, r.body),
+    eventType: r.eventType,
+    receivedAt: new Date(r.receivedAtMs).toISOString(),
+    path: r.path,
+    timestamp: r.timestamp,
+    nonce: r.nonce,
+    scheme: r.scheme,
+    ...(r.merchantId ? { merchantId: r.merchantId } : {}),
+    rawBody: r.body.toString(utf8 ? 'utf8' : 'base64'),
+    rawBodyEncoding: utf8 ? 'utf8' : 'base64',
+    ...(r.contentType !== undefined ? { contentType: r.contentType } : {}),
+    signatureHeaders: r.signatureHeaders,
+  };
+}
+
+/** The event job of a verified, schema-valid notification. */
+export function buildEventJob<E extends EventType>(r: VerifiedRequest<E>, payload: EventPayloadMap[E]): EventJob<E> {
+  return { ...receivedNotification(r), payload } as EventJob<E>;
 }
 
 export function toDeliveryJob(event: EventJob, target: string): DeliveryJob {
