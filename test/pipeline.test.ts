@@ -4,6 +4,7 @@ import { eventIdFor } from '../src/pipeline/ids';
 import { FANOUT_ATTEMPTS } from '../src/pipeline/job-options';
 import type { EventJob } from '../src/pipeline/jobs';
 import { createPipeline, pipelineOptions, type Pipeline } from '../src/pipeline/pipeline';
+import { eventIdsForRequest, indexRequestIds, requestIndexBucket } from '../src/pipeline/request-index';
 import { testConfig } from './support/harness';
 
 const erp = targetSchema.parse({ name: 'erp', url: 'http://127.0.0.1:9/hook', events: ['*'], maxAttempts: 5 });
@@ -65,11 +66,33 @@ describe('the pipeline', () => {
     expect(job?.opts).toMatchObject({ attempts: 5, backoff: { type: 'target' }, removeOnFail: false });
   });
 
-  it('when the request-id index is written, then the event is found by the platform request_id', async () => {
+  it('when the request-id index is written, then the event is found by the platform request_id, once however often it is written', async () => {
     const event = paymentEvent('REQ-3');
+    await pipeline.indexRequestIds(event);
     await pipeline.indexRequestIds(event);
     expect(await pipeline.eventIdsForRequest('REQ-3')).toEqual([event.eventId]);
     expect(await pipeline.eventIdsForRequest('REQ-none')).toEqual([]);
+    const bucket = requestIndexBucket(pipeline.prefix, 'REQ-3', Date.now());
+    expect(await redis.hget(bucket, 'REQ-3')).toBe(event.eventId);
+    expect(await redis.pttl(bucket)).toBeGreaterThan(pipeline.options.dedupWindowMs);
+  });
+
+  it('when two events carry one request_id, then the index gives both; entries of the earlier set form are still read', async () => {
+    const first = paymentEvent('REQ-5');
+    const second = { ...first, eventId: 'evt_second', rawBody: `${first.rawBody} ` };
+    await pipeline.indexRequestIds(first);
+    await pipeline.indexRequestIds(second);
+    await redis.sadd(`${pipeline.prefix}:index:request_id:REQ-5`, 'evt_from_before_the_upgrade');
+    expect(await pipeline.eventIdsForRequest('REQ-5')).toEqual([first.eventId, 'evt_from_before_the_upgrade', 'evt_second'].sort());
+  });
+
+  it('when an event was indexed days ago, then it is found while inside the window and not after', async () => {
+    const day = 86_400_000;
+    const event = paymentEvent('REQ-6');
+    const indexedAt = Date.now() - 3 * day;
+    await indexRequestIds(redis, pipeline.prefix, event.payload, event.eventId, 7 * day, indexedAt);
+    expect(await eventIdsForRequest(redis, pipeline.prefix, 'REQ-6', 7 * day)).toEqual([event.eventId]);
+    expect(await eventIdsForRequest(redis, pipeline.prefix, 'REQ-6', 7 * day, indexedAt + 9 * day)).toEqual([]);
   });
 
   it('when the targets change, then new targets get a queue and removed ones lose theirs, their jobs kept in Redis', async () => {

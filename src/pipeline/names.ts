@@ -20,6 +20,8 @@ export const ownKeys = {
    * per scheme, so a current-scheme nonce can never collide with a legacy signature's key.
    */
   replay: (prefix: string, scheme: string, replayKey: string) => `${prefix}:replay:${scheme}:${replayKey}`,
-  /** Set of event ids carrying one platform `request_id`. */
-  requestIndex: (prefix: string, requestId: string) => `${prefix}:index:request_id:${requestId}`,
+  /** One bucket of the request-id index (request id -> event ids): a day (UTC, days since 1970) and a shard. */
+  requestIndex: (prefix: string, day: number, shard: number) => `${prefix}:r:${day}:${shard}`,
+  /** The index's earlier form (a set), still read until the last of its entries expires. */
+  legacyRequestIndex: (prefix: string, requestId: string) => `${prefix}:index:request_id:${requestId}`,
 };

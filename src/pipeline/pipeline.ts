@@ -135,7 +135,7 @@ export function createPipeline(connection: Redis, options: PipelineOptions): Pip
       const job = await jobByDeduplicationId(quarantine, eventId);
       return job ? { queue: quarantine, job } : undefined;
     },
-    eventIdsForRequest: (requestId) => eventIdsForRequest(connection, prefix, requestId),
+    eventIdsForRequest: (requestId) => eventIdsForRequest(connection, prefix, requestId, options.dedupWindowMs),
     async close() {
       await Promise.all([...events.values(), quarantine, ...deliveries.values()].map((q) => q.close()));
     },

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { whenReady } from './connection';
 import { ownKeys } from './names';
@@ -6,6 +7,11 @@ import { ownKeys } from './names';
  * Index from the platform's `request_id` to our event ids, so an operator can look an event up by the
  * id the platform and the merchant's systems know. Written at fan-out, off the acknowledgement path;
  * kept as long as the de-duplication window.
+ *
+ * Entries live in small hashes, one per (UTC day, shard of the request id), each expiring a
+ * de-duplication window after its day ends: a small hash is stored packed (listpack), about 60 B per
+ * entry, where a key of its own per request id costs 120 B as a string and 248 B as a set (MEMORY
+ * USAGE, issue 9). Look-ups read the request id's shard of every day still inside the window.
  */
 export function requestIdsOf(payload: unknown): string[] {
   if (typeof payload !== 'object' || payload === null) return [];
@@ -15,20 +21,59 @@ export function requestIdsOf(payload: unknown): string[] {
   return [...new Set([top, nested].filter((v): v is string => typeof v === 'string' && v.length > 0 && v.length <= 200))];
 }
 
-// One script call: a MULTI on a BullMQ connection copies its dozens of Lua commands onto each
-// pipeline object, which showed up in the drain profile.
-const INDEX = `for i, key in ipairs(KEYS) do
-  redis.call('SADD', key, ARGV[1])
-  redis.call('PEXPIRE', key, ARGV[2])
-end`;
+const DAY_MS = 86_400_000;
+/**
+ * Shards per day: few enough that a bucket holds dozens of entries at a few notifications a second
+ * (packed while under Redis's `hash-max-listpack-entries`, 128 by default), enough that one stays
+ * small at a hundred a second.
+ */
+const SHARDS = 1024;
 
-export async function indexRequestIds(redis: Redis, prefix: string, payload: unknown, eventId: string, ttlMs: number): Promise<void> {
-  const ids = requestIdsOf(payload);
-  if (ids.length === 0) return;
-  await whenReady(redis);
-  await redis.eval(INDEX, ids.length, ...ids.map((id) => ownKeys.requestIndex(prefix, id)), eventId, String(ttlMs));
+function shardOf(requestId: string): number {
+  return createHash('sha1').update(requestId).digest().readUInt16BE(0) % SHARDS;
 }
 
-export async function eventIdsForRequest(redis: Redis, prefix: string, requestId: string): Promise<string[]> {
-  return (await redis.smembers(ownKeys.requestIndex(prefix, requestId))).sort();
+/** The hash holding a request id's entry for events indexed on the day of `atMs`. */
+export function requestIndexBucket(prefix: string, requestId: string, atMs: number): string {
+  return ownKeys.requestIndex(prefix, Math.floor(atMs / DAY_MS), shardOf(requestId));
+}
+
+// One script call: a MULTI on a BullMQ connection copies its dozens of Lua commands onto each
+// pipeline object, which showed up in the drain profile. Field: the request id; value: its event
+// ids, comma-separated (almost always one). KEYS[i] is the bucket of ARGV[i + 2].
+const INDEX = `for i, key in ipairs(KEYS) do
+  local field = ARGV[i + 2]
+  local ids = redis.call('HGET', key, field)
+  if not ids then
+    redis.call('HSET', key, field, ARGV[1])
+  elseif not string.find(',' .. ids .. ',', ',' .. ARGV[1] .. ',', 1, true) then
+    redis.call('HSET', key, field, ids .. ',' .. ARGV[1])
+  end
+  redis.call('PEXPIREAT', key, ARGV[2])
+end`;
+
+export async function indexRequestIds(redis: Redis, prefix: string, payload: unknown, eventId: string, ttlMs: number, nowMs = Date.now()): Promise<void> {
+  const ids = requestIdsOf(payload);
+  if (ids.length === 0) return;
+  // The bucket outlives the last entry of its day by the window.
+  const expiresAt = (Math.floor(nowMs / DAY_MS) + 1) * DAY_MS + ttlMs;
+  await whenReady(redis);
+  await redis.eval(INDEX, ids.length, ...ids.map((id) => requestIndexBucket(prefix, id, nowMs)), eventId, String(expiresAt), ...ids);
+}
+
+const LOOK_UP = `local out = {}
+for i, key in ipairs(KEYS) do
+  local ids = redis.call('HGET', key, ARGV[1])
+  if ids then out[#out + 1] = ids end
+end
+return out`;
+
+export async function eventIdsForRequest(redis: Redis, prefix: string, requestId: string, ttlMs: number, nowMs = Date.now()): Promise<string[]> {
+  const days = Math.ceil(ttlMs / DAY_MS) + 1;
+  const buckets = Array.from({ length: days }, (_, i) => requestIndexBucket(prefix, requestId, nowMs - i * DAY_MS));
+  const [found, earlier] = await Promise.all([
+    redis.eval(LOOK_UP, buckets.length, ...buckets, requestId) as Promise<string[]>,
+    redis.smembers(ownKeys.legacyRequestIndex(prefix, requestId)),
+  ]);
+  return [...new Set([...found.flatMap((ids) => ids.split(',')), ...earlier])].sort();
 }
