@@ -99,6 +99,7 @@ export function buildRows(res: BenchResult): TableRow[] {
       `<= ${TARGETS.rememberedBytesPerEvent}`,
       s ? s.rememberedBytesPerEvent <= TARGETS.rememberedBytesPerEvent : null,
     );
+    row(sec, 'Redis per event in replay keys (kept 2x the timestamp tolerance), B', s?.replayBytesPerEvent, b?.replayBytesPerEvent, '', null, false);
     // B per event x 1,000,000 events = MB held for a week's window of a million events.
     row(sec, 'Redis per million events a week, MB', s ? r2(s.rememberedBytesPerEvent) : undefined, b ? r2(b.rememberedBytesPerEvent) : undefined);
     row(sec, 'Redis per event after retention (keys with a TTL), B', s?.expiringBytesPerEvent, b?.expiringBytesPerEvent);

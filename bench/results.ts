@@ -87,6 +87,8 @@ export interface DrainFigures {
    * window still open, divided by the events.
    */
   rememberedBytesPerEvent: number;
+  /** The replay keys (accepted nonces), kept for twice the timestamp tolerance only, per event. */
+  replayBytesPerEvent: number;
   failedJobs: number;
   rssMaxMB: number;
   rssAfterMB: number;
