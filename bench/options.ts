@@ -106,7 +106,8 @@ export function benchOptions(env: Env, command: string): BenchOptions {
     },
     drain: {
       backlog,
-      growthBacklog: num(env, 'GROWTH_BACKLOG', backlog * 10),
+      // Smoke: 3x, enough to exercise the phase; the smoke run sits in the test suite's budget.
+      growthBacklog: num(env, 'GROWTH_BACKLOG', smoke ? backlog * 3 : backlog * 10),
       rawWorkerConcurrency: num(env, 'RAW_CONCURRENCY', 10),
       targetConcurrency: num(env, 'TARGET_CONCURRENCY', 10),
     },
