@@ -82,4 +82,4 @@ it('when the harness runs in smoke mode, then every phase reports figures for th
   if (forwardingAvailable()) expect(ratioOf(/^drain/, 'events/s delivered')).toEqual(expect.any(Number));
   for (const row of result.rows) expect(row).toHaveProperty('ratio');
   expect(table).toContain('| ingest');
-}, 120_000);
+}, 180_000);
