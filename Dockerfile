@@ -1,23 +1,26 @@
-# syntax=docker/dockerfile:1
-FROM node:20-bookworm-slim AS build
+# The service alone: built from src/ without the demo and dev tools (tsconfig.build.json), production
+# dependencies only. No `# syntax=` line or BuildKit-only syntax: it builds with no registry reachable
+# once the base image is present (scripts/container-check.sh builds that base locally).
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm install --no-audit --no-fund
-COPY tsconfig.json jest.config.ts ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-COPY test ./test
-COPY bench ./bench
-RUN npm run build && npm prune --omit=dev
+RUN npx tsc -p tsconfig.build.json && npm prune --omit=dev --no-audit --no-fund
 
-FROM node:20-bookworm-slim
-ENV NODE_ENV=production
+FROM node:24-bookworm-slim
+# The admin port (probes, /metrics, dashboard) must be reachable from outside the container; it is
+# authenticated except /healthz and /readyz. Set ADMIN_TOKEN (or ADMIN_USER/ADMIN_PASSWORD).
+ENV NODE_ENV=production ADMIN_HOST=0.0.0.0
 WORKDIR /app
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
-COPY config ./config
+COPY config/default.yaml ./config/default.yaml
 USER node
 EXPOSE 8080 9090
+# The admin port answers /healthz in every ROLE (a worker has no public port).
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
-  CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.ADMIN_PORT||9090)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 CMD ["node", "dist/src/main.js"]
