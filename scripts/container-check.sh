@@ -6,7 +6,8 @@
 #  3. the project's image, built from a fresh clone (SOURCE, default this repository; BRANCH, default main);
 #  4. the image run with --network host against a throwaway Redis and a tiny local target; signed
 #     notifications sent with the CLI and seen delivered; image size, contents and user printed;
-#  5. everything it made removed again (KEEP_BASE=1 keeps the base image for the next run).
+#  5. everything it made removed again: with a dockerd of its own, that daemon and its data root; with
+#     a running one, its container and images (KEEP_BASE=1 keeps the base image for the next run).
 # Needs root. Loopback addresses only. Not part of .ci/run (it takes minutes and needs root and dockerd).
 set -euo pipefail
 
@@ -29,17 +30,22 @@ cleanup() {
   set +e
   say "cleaning up"
   if [ -n "${DOCKER_READY:-}" ]; then
-    docker rm -f "$NAME" >/dev/null 2>&1
+    docker rm -f "$NAME" >/dev/null 2>&1 && echo "removed container $NAME"
     docker rmi -f "$IMAGE" >/dev/null 2>&1 && echo "removed image $IMAGE"
-    docker image prune -f >/dev/null 2>&1   # the build stage's dangling layers
-    if [ -n "$BUILT_BASE" ] && [ -z "${KEEP_BASE:-}" ]; then docker rmi -f "$BASE_TAG" >/dev/null 2>&1 && echo "removed image $BASE_TAG"; fi
+    if [ -z "$STARTED_DOCKERD" ]; then
+      # Someone else's daemon: remove the build stage's dangling layers and, unless kept, the base.
+      # (With a daemon of our own, its data root under $WORK goes as a whole below.)
+      docker image prune -f >/dev/null 2>&1
+      if [ -n "$BUILT_BASE" ] && [ -z "${KEEP_BASE:-}" ]; then docker rmi -f "$BASE_TAG" >/dev/null 2>&1 && echo "removed image $BASE_TAG"; fi
+    fi
   fi
   [ -n "$TARGET_PID" ] && kill "$TARGET_PID" 2>/dev/null && echo "stopped the target (pid $TARGET_PID)"
   [ -n "$REDIS_PID" ] && kill "$REDIS_PID" 2>/dev/null && echo "stopped redis-server (pid $REDIS_PID)"
   if [ -n "$STARTED_DOCKERD" ]; then
     kill "$STARTED_DOCKERD" 2>/dev/null && echo "stopping the dockerd this script started (pid $STARTED_DOCKERD)"
-    for _ in $(seq 1 50); do kill -0 "$STARTED_DOCKERD" 2>/dev/null || break; sleep 0.2; done
-    umount -R "$WORK/docker" 2>/dev/null
+    for _ in $(seq 1 100); do kill -0 "$STARTED_DOCKERD" 2>/dev/null || break; sleep 0.2; done
+    # dockerd leaves mounts under its roots (a network namespace, overlay layers): unmount, deepest first.
+    awk -v w="$WORK/" 'index($2, w) == 1 { print $2 }' /proc/mounts | sort -r | while read -r m; do umount "$m"; done
   fi
   rm -rf "$WORK" && echo "removed $WORK"
   exit $code
@@ -126,7 +132,7 @@ docker run --rm --entrypoint sh "$IMAGE" -c '
   echo "/app/dist:"; ls /app/dist; echo "/app/dist/src:"; ls /app/dist/src
   echo "files under /app/dist: $(find /app/dist -type f | wc -l)"
   echo "test, bench, demo or devtools files under /app (node_modules aside): $(find /app -path /app/node_modules -prune -o \( -name "*test*" -o -name "*bench*" -o -name "*demo*" -o -name "*devtools*" \) -print | wc -l)"
-  echo "dev dependencies in node_modules: $(ls /app/node_modules /app/node_modules/@swc /app/node_modules/@types 2>/dev/null | grep -cE "^(jest|typescript|ts-node|supertest|autocannon|playwright-core|core|node)$")"'
+  echo "dev dependencies in node_modules: $(cd /app/node_modules && ls -d jest typescript ts-node @swc/core @swc/jest supertest autocannon playwright-core fast-check @types/jest 2>/dev/null | wc -l)"'
 
 say "the CLI, from the clone (npm ci, build)"
 (cd "$WORK/src" && npm ci --no-audit --no-fund --silent >/dev/null 2>&1 && npm run build --silent >/dev/null)
@@ -170,7 +176,7 @@ docker logs "$NAME" 2>&1 | grep -E '"(receiver|admin) listening"' | cut -c1-200
 
 say "config check inside the image"
 docker run --rm --network host -v "$WORK/etc:/etc/webhook-receiver:ro" "${run_env[@]}" --entrypoint node "$IMAGE" dist/src/cli/main.js config check \
-  | grep -vE '^    ' | sed "s/$ADMIN_TOKEN/<token>/g"
+  | sed '/^  sensitiveFields:/,/^  [a-z]/{/^    - /d}' | sed "s/$ADMIN_TOKEN/<token>/g"
 
 say "sending signed notifications with the CLI"
 $CLI send all --url "http://127.0.0.1:$PORT" --key "$WORK/keys/platform-private.pem"
