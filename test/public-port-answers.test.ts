@@ -122,6 +122,17 @@ describe('every answer of the public port carries the envelope and the security 
     expect(live.logs.find((l) => l.message === 'request refused' && l.reason === 'malformed_request')).toBeDefined();
   });
 
+  it('400: an HTTP/1.1 request without Host, which Node would answer bare', async () => {
+    const res = await only(live.port, signedRequest((p) => p.headers.splice(0, 1)));
+    expectEnvelopeAndSecurityHeaders(res, 400, RET_CODES.badRequest);
+    expect(live.logs.find((l) => l.reason === 'missing_host')).toBeDefined();
+  });
+
+  it('417: an Expect other than 100-continue, which Node would answer bare', async () => {
+    const res = await only(live.port, signedRequest((p) => p.headers.push(['Expect', 'something-else'])));
+    expectEnvelopeAndSecurityHeaders(res, 417, RET_CODES.expectationFailed);
+  });
+
   it('408: headers that never finish, answered once the header timeout passes', async () => {
     const ex = await exchange(live.port, Buffer.from('POST /api/v2/merch/pay/notify HTTP/1.1\r\nHost: x\r\n'));
     expect(ex.responses).toHaveLength(1);

@@ -12,6 +12,7 @@ export const RET_CODES = {
   methodNotAllowed: '405000',
   requestTimeout: '408000',
   payloadTooLarge: '413000',
+  expectationFailed: '417000',
   headersTooLarge: '431000',
   badRequest: '400000',
   unavailable: '503000',

@@ -22,6 +22,8 @@ export function notifyMiddleware(deps: ReceiveDeps, { basePath, bodyLimitBytes, 
   const routes = new Map<string, EventDefinition>(EVENT_TABLE.map((e) => [basePath + e.path, e]));
 
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
+    // First middleware of the app, so it speaks for every path: the server leaves Host to us (RFC 9112 3.2).
+    if (req.headers.host === undefined && req.httpVersionMinor === 1) return refuseMissingHost(deps, req, res, answers);
     const definition = routes.get(req.path);
     if (!definition) return next();
     if (sourceAllowed !== undefined && !sourceAllowed(req.ip)) return refuseSource(deps, req, res, definition, answers);
@@ -46,4 +48,10 @@ function refuseSource(deps: ReceiveDeps, req: Request, res: Response, definition
   deps.metrics.notifications.labels(definition.type, 'rejected', 'source_not_allowed').inc();
   deps.logger.warn('notification refused: source address not allowed', { eventType: definition.type, outcome: 'rejected', reason: 'source_not_allowed', source: req.ip, path: req.path });
   send(res, answers.forbidden, bodyLeftUnread(req));
+}
+
+function refuseMissingHost(deps: ReceiveDeps, req: Request, res: Response, answers: PublicAnswers): void {
+  deps.metrics.portRefusals.labels('missing_host').inc();
+  deps.logger.warn('request refused', { status: 400, outcome: 'rejected', reason: 'missing_host', path: req.path });
+  send(res, answers.missingHost, bodyLeftUnread(req));
 }

@@ -25,6 +25,8 @@ export function publicAnswers(bodyLimitBytes: number) {
     healthMethod: answer(405, envelope(RET_CODES.methodNotAllowed, 'Method Not Allowed: /healthz accepts GET and HEAD'), { allow: 'GET, HEAD' }),
     tooLarge: answer(413, envelope(RET_CODES.payloadTooLarge, `Payload Too Large: limit is ${bodyLimitBytes} bytes`)),
     badRequest: answer(400, envelope(RET_CODES.badRequest, 'Bad Request')),
+    missingHost: answer(400, envelope(RET_CODES.badRequest, 'Bad Request: HTTP/1.1 requires a Host header')),
+    expectationFailed: answer(417, envelope(RET_CODES.expectationFailed, 'Expectation Failed: only 100-continue is understood')),
     requestTimeout: answer(408, envelope(RET_CODES.requestTimeout, 'Request Timeout')),
     headersTooLarge: answer(431, envelope(RET_CODES.headersTooLarge, 'Request Header Fields Too Large')),
     internal: answer(500, envelope(RET_CODES.internal, 'Internal Server Error')),

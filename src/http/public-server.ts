@@ -1,7 +1,9 @@
-import { createServer, type RequestListener, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { Logger } from '../logging/logger';
 import type { Metrics } from '../monitoring/metrics';
+import { send } from './answer';
 import { clientErrorHandler, connectHandler } from './client-errors';
+import { bodyLeftUnread } from './read-body';
 import { publicAnswers } from './public-answers';
 
 export interface PublicServerOptions {
@@ -35,12 +37,20 @@ export function createPublicServer(app: RequestListener, opts: PublicServerOptio
       headersTimeout: opts.headersTimeoutMs,
       keepAliveTimeout: opts.keepAliveTimeoutMs,
       connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS,
+      // Node would answer a missing Host itself, without our envelope; the app does it instead.
+      requireHostHeader: false,
     },
     app,
   );
   server.maxConnections = opts.maxConnections;
   server.on('clientError', clientErrorHandler(logger, metrics, answers));
   server.on('connect', connectHandler(logger, metrics, answers));
+  // Without this listener Node answers an `Expect` other than 100-continue with a bare 417.
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+    metrics.portRefusals.labels('expectation').inc();
+    logger.warn('request refused', { status: 417, outcome: 'rejected', reason: 'expectation', path: req.url });
+    send(res, answers.expectationFailed, bodyLeftUnread(req));
+  });
 
   let dropped = 0;
   let lastDropLog = 0;
