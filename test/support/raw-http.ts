@@ -54,6 +54,11 @@ export interface ExchangeOptions {
   pieces?: Buffer[];
   headRequests?: number;
   host?: string;
+  /**
+   * Stop waiting once at least one whole response has arrived and nothing more for this long, instead
+   * of waiting for the server to close a kept-alive connection. @defaultValue undefined (wait for the close)
+   */
+  settleMs?: number;
 }
 
 /**
@@ -66,15 +71,25 @@ export function exchange(port: number, request: Buffer, opts: ExchangeOptions = 
     const started = Date.now();
     const chunks: Buffer[] = [];
     let error: string | undefined;
+    let settled = false;
     const socket: Socket = connect({ port, host });
     const done = (closedByServer: boolean) => {
+      if (settled) return;
+      settled = true;
       clearTimeout(timer);
+      clearTimeout(settle);
       socket.destroy();
       const { responses, rest } = parseResponses(Buffer.concat(chunks), opts.headRequests);
       resolve({ responses, rest, closedByServer, closedAfterMs: Date.now() - started, ...(error ? { error } : {}) });
     };
     const timer = setTimeout(() => done(false), timeoutMs);
-    socket.on('data', (c: Buffer) => chunks.push(c));
+    let settle: NodeJS.Timeout | undefined;
+    socket.on('data', (c: Buffer) => {
+      chunks.push(c);
+      if (opts.settleMs === undefined) return;
+      clearTimeout(settle);
+      if (parseResponses(Buffer.concat(chunks), opts.headRequests).responses.length > 0) settle = setTimeout(() => done(false), opts.settleMs);
+    });
     socket.on('error', (err: NodeJS.ErrnoException) => {
       error = err.code ?? err.message; // a reset after the answer, or a write into a closed connection
     });
