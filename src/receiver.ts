@@ -10,6 +10,7 @@ import type { Logger } from './logging/logger';
 import { createMasker } from './logging/mask';
 import type { Metrics } from './monitoring/metrics';
 import type { Pipeline } from './pipeline/pipeline';
+import { createPrecheck } from './signature/precheck';
 import { createVerifier } from './signature/verify';
 
 export interface RunningReceiver {
@@ -31,16 +32,17 @@ export interface ReceiverDeps {
 
 /** Wires the public app from configuration; listens nowhere. */
 export function buildReceiverApp({ config, keys, logger, metrics, clock = Date.now, pipeline }: ReceiverDeps): Express {
-  const verify = createVerifier({
+  const verifierOptions = {
     keys,
     headerPrefix: config.signatureHeaderPrefix,
     appId: config.platformAppId,
     merchantId: config.merchantId,
     schemes: config.signatureSchemes,
     toleranceMs: config.timestampToleranceMs,
-  });
+  };
   return createApp({
-    verify,
+    precheck: createPrecheck(verifierOptions),
+    verify: createVerifier(verifierOptions),
     ingest: pipeline,
     clock,
     logger,

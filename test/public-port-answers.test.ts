@@ -7,6 +7,7 @@ import { createPublicServer } from '../src/http/public-server';
 import { helmetHeaders } from '../src/http/security-headers';
 import { createLogger } from '../src/logging/logger';
 import { createMetrics } from '../src/monitoring/metrics';
+import { createPrecheck } from '../src/signature/precheck';
 import { createVerifier } from '../src/signature/verify';
 import { LogCapture, testConfig } from './support/harness';
 import { startLiveReceiver, type LiveReceiver } from './support/live-receiver';
@@ -154,9 +155,11 @@ describe('answers that need a failing dependency', () => {
     const logger = createLogger('info', logs.stream);
     const metrics = createMetrics(undefined, false);
     const broken = () => Promise.reject(new TypeError('a bug, not an outage'));
+    const verifierOptions = { keys: loadPlatformKeys(config.platformPublicKeys), headerPrefix: 'x-svc', schemes: ['current' as const], toleranceMs: config.timestampToleranceMs };
     const app = createApp({
       // The failing ingest is the point of this test: a bug below the route, not Redis being down.
-      verify: createVerifier({ keys: loadPlatformKeys(config.platformPublicKeys), headerPrefix: 'x-svc', schemes: ['current'], toleranceMs: config.timestampToleranceMs }),
+      precheck: createPrecheck(verifierOptions),
+      verify: createVerifier(verifierOptions),
       ingest: { enqueueEvent: broken, enqueueQuarantine: broken },
       clock: Date.now,
       logger,

@@ -1,6 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
 import { EVENT_TABLE, type EventDefinition } from '../events/table';
-import { receiveNotification, type ReceiveDeps } from '../receiving/receive';
+import { precheckNotification, receiveNotification, type ReceiveDeps } from '../receiving/receive';
 import { send } from './answer';
 import type { PublicAnswers } from './public-answers';
 import { bodyLeftUnread, readBody, RequestAbandonedError } from './read-body';
@@ -28,9 +28,11 @@ export function notifyMiddleware(deps: ReceiveDeps, { basePath, bodyLimitBytes, 
     if (!definition) return next();
     if (sourceAllowed !== undefined && !sourceAllowed(req.ip)) return refuseSource(deps, req, res, definition, answers);
     if (req.method !== 'POST') return send(res, answers.notifyMethod, bodyLeftUnread(req));
+    const startedAt = Date.now();
+    const startedAtHr = performance.now();
+    const early = precheckNotification(deps, definition, req.originalUrl, req.headers, startedAtHr);
+    if (early?.kind === 'rejected') return send(res, answers.rejected[early.class], bodyLeftUnread(req));
     try {
-      const startedAt = Date.now();
-      const startedAtHr = performance.now();
       const body = await readBody(req, bodyLimitBytes);
       const result = await receiveNotification(deps, { definition, target: req.originalUrl, headers: req.headers, body, startedAt, startedAtHr });
       if (result.kind === 'acknowledged') send(res, answers.success);

@@ -6,12 +6,15 @@ import { EnqueueUnavailableError } from '../pipeline/errors';
 import { eventIdFor } from '../pipeline/ids';
 import type { EnqueueOutcome, Ingest } from '../pipeline/ingest';
 import type { EventJob } from '../pipeline/jobs';
+import type { Precheck } from '../signature/precheck';
 import type { Verifier } from '../signature/verify';
 import { legacyTimestampMismatch } from '../signature/verify-legacy';
 import { REJECTION_CLASS, type RejectionClass, type RejectionReason } from '../signature/result';
 import { parsePayload } from './parse-payload';
 
 export interface ReceiveDeps {
+  /** Judges the headers alone, before the body is read. */
+  precheck: Precheck;
   verify: Verifier;
   ingest: Pick<Ingest, 'enqueueEvent' | 'enqueueQuarantine'>;
   clock: () => number;
@@ -36,6 +39,24 @@ export type ReceiveResult =
   | { kind: 'acknowledged'; outcome: NotificationOutcome; eventId: string }
   | { kind: 'rejected'; class: RejectionClass; detail: string }
   | { kind: 'unavailable'; eventId: string };
+
+/** What is known of a notification before its body is read. */
+type NotificationStart = Pick<IncomingNotification, 'definition' | 'target' | 'startedAtHr'>;
+
+/**
+ * The cheap refusal: header presence and format, the signature's encoding and the timestamp window,
+ * judged before the body is read, logged and counted like any other refusal. Undefined: read the body.
+ */
+export function precheckNotification(
+  deps: ReceiveDeps,
+  definition: EventDefinition,
+  target: string,
+  headers: IncomingNotification['headers'],
+  startedAtHr: number,
+): ReceiveResult | undefined {
+  const refused = deps.precheck(headers, deps.clock());
+  return refused === undefined ? undefined : rejected(deps, { definition, target, startedAtHr }, refused.reason, refused.detail);
+}
 
 /**
  * `X-Merch-Id` is not signed: it is routing information (it names the sub-merchant and is part of
@@ -107,7 +128,7 @@ export async function receiveNotification(deps: ReceiveDeps, n: IncomingNotifica
   return { kind: 'acknowledged', outcome, eventId };
 }
 
-function rejected(deps: ReceiveDeps, n: IncomingNotification, reason: RejectionReason, detail: string): ReceiveResult {
+function rejected(deps: ReceiveDeps, n: NotificationStart, reason: RejectionReason, detail: string): ReceiveResult {
   const eventType = n.definition.type;
   deps.metrics.notifications.labels(eventType, 'rejected', reason).inc();
   observe(deps, eventType, 'rejected', n);
@@ -126,11 +147,11 @@ function unavailable(deps: ReceiveDeps, n: IncomingNotification, err: unknown, r
   return { kind: 'unavailable', eventId };
 }
 
-function observe(deps: ReceiveDeps, eventType: string, outcome: NotificationOutcome, n: IncomingNotification): void {
+function observe(deps: ReceiveDeps, eventType: string, outcome: NotificationOutcome, n: NotificationStart): void {
   deps.metrics.ackLatency.labels(eventType, outcome).observe((performance.now() - n.startedAtHr) / 1000);
 }
 
-function elapsed(n: IncomingNotification): number {
+function elapsed(n: NotificationStart): number {
   return Math.round((performance.now() - n.startedAtHr) * 1000) / 1000;
 }
 
