@@ -6,8 +6,8 @@ import { FakePlatform } from './support/platform';
 import { exchange, rawRequest, type Exchange } from './support/raw-http';
 
 const platform = new FakePlatform();
-const HEADERS_TIMEOUT_MS = 1000;
-const REQUEST_TIMEOUT_MS = 2000;
+const HEADERS_TIMEOUT_MS = 2000;
+const REQUEST_TIMEOUT_MS = 3000;
 /** The bound the receiver promises: a stalled connection is gone within its timeout plus 2 s. */
 const SLACK_MS = 2000;
 const KEEP_ALIVE_TIMEOUT_MS = 1000;
@@ -56,7 +56,7 @@ describe('slow clients', () => {
 
     expect(genuine.responses.map((r) => r.status)).toEqual([200]);
     expect(settled).toBe(0); // they were all still hanging while the genuine one was answered
-    expect(genuineMs).toBeLessThan(1000); // typically tens of ms; slack for a loaded 2-core machine
+    expect(genuineMs).toBeLessThan(1500); // typically tens of ms; slack for a loaded 2-core machine
 
     const results = {
       silent: await Promise.all(stalled.silent),
