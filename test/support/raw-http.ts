@@ -13,7 +13,7 @@ export interface Exchange {
   rest: Buffer;
   /** The server closed (or reset) the connection before the client gave up waiting. */
   closedByServer: boolean;
-  /** Milliseconds from connecting to the server closing the connection (or to giving up). */
+  /** Milliseconds from the connection being established to the server closing it (or to giving up). */
   closedAfterMs: number;
   error?: string;
 }
@@ -68,7 +68,7 @@ export interface ExchangeOptions {
 export function exchange(port: number, request: Buffer, opts: ExchangeOptions = {}): Promise<Exchange> {
   const { timeoutMs = 10_000, host = '127.0.0.1' } = opts;
   return new Promise((resolve) => {
-    const started = Date.now();
+    let started = Date.now();
     const chunks: Buffer[] = [];
     let error: string | undefined;
     let settled = false;
@@ -95,6 +95,7 @@ export function exchange(port: number, request: Buffer, opts: ExchangeOptions = 
     });
     socket.on('close', () => done(true));
     socket.on('connect', () => {
+      started = Date.now();
       const pieces = opts.pieces ?? [request];
       const writeNext = (i: number) => {
         if (i >= pieces.length || socket.destroyed) return;
