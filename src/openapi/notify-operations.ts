@@ -15,8 +15,9 @@ const MEANING: Record<keyof typeof RET_CODES, string> = {
   methodNotAllowed: 'a method other than POST on a notify path (with `Allow: POST`)',
   requestTimeout: 'the headers or the whole request did not arrive within the server timeouts',
   payloadTooLarge: 'the body is over the configured limit',
+  expectationFailed: 'an `Expect` header other than `100-continue`',
   headersTooLarge: 'the request headers are over 16 KiB',
-  badRequest: 'the request could not be read',
+  badRequest: 'the request could not be read, or an HTTP/1.1 request has no `Host`',
   unavailable: 'Redis did not confirm the notification in time: nothing was stored or acknowledged; retry (`Retry-After: 5`)',
   internal: 'unexpected error; no stack trace is returned',
 };
