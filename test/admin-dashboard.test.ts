@@ -1,5 +1,6 @@
 import request from 'supertest';
 import type { Express } from 'express';
+import { describeDashboardRoute } from '../src/admin/dashboard-writes';
 import { wireAdmin } from '../src/admin/wiring';
 import { loadConfig } from '../src/config/load';
 import { createLogger } from '../src/logging/logger';
@@ -121,6 +122,15 @@ describe('with dashboard writes turned on', () => {
     expect(JSON.stringify(line)).not.toContain('6222020000000001');
     expect(String((line!.data as { rawBody: string }).rawBody)).toContain('"account_no":"***"');
   });
+
+  it('audits a job-level write with the job id from its route', async () => {
+    await platform.send(f.receiver.app, platform.signed('fx.result', { body: 'not json, to be removed' })).expect(200);
+    const listed = await request(f.admin).get('/admin/api/quarantine').set(bearer).expect(200);
+    const id = (listed.body.quarantined as { id: string }[])[0]!.id;
+    await request(writable).put(`${board}/quarantine/${encodeURIComponent(id)}/clean`).set(bearer).expect(204);
+    await waitUntil(() => logs.find((l) => l.action === 'dashboard.write' && l.queue === 'quarantine') !== undefined, 2000, 'the audit line');
+    expect(logs.find((l) => l.action === 'dashboard.write' && l.queue === 'quarantine')).toMatchObject({ principal: 'token', jobId: id, status: 204, answered: true });
+  });
 });
 
 describe('the dashboard masks job data as the admin API does', () => {
@@ -159,5 +169,17 @@ describe('the dashboard masks job data as the admin API does', () => {
     const job = jobs.find((j) => j.data.eventType === 'settlement.result')!;
     expect(job.data.rawBody).toBe('(27 bytes, not JSON: hidden; the quarantine API lists its errors)');
     expect(text).not.toContain('DE89370400440532013000');
+  });
+});
+
+describe('describeDashboardRoute', () => {
+  it.each([
+    ['PUT', '/api/queues/deliver.erp/evt_1/retry', { queue: 'deliver.erp', jobId: 'evt_1' }],
+    ['PUT', '/api/queues/deliver.erp/retry/failed', { queue: 'deliver.erp', jobId: undefined }],
+    ['PUT', '/api/queues/deliver.erp/clean/completed', { queue: 'deliver.erp', jobId: undefined }],
+    ['PATCH', '/api/queues/payment.result/abc-1/update-data', { queue: 'payment.result', jobId: 'abc-1' }],
+    ['PUT', '/api/queues/pause', { queue: undefined, jobId: undefined }],
+  ])('%s %s names the queue and job acted on', (method, path, expected) => {
+    expect(describeDashboardRoute(method, path)).toEqual({ route: `${method} ${path}`, ...expected });
   });
 });

@@ -63,12 +63,14 @@ export function dashboardWrites(opts: DashboardWriteOptions) {
       answer = body;
       return json(body);
     };
-    res.on('finish', () => {
+    // 'close' comes whether or not the answer reached the caller; the change may have happened either way.
+    res.once('close', () => {
       const body = req.body as { name?: unknown; data?: unknown } | undefined;
       audit(opts.logger, req, 'dashboard.write', {
         ...target,
         jobId: target.jobId ?? addedJobId(answer),
         status: res.statusCode,
+        answered: res.writableFinished,
         ...(body?.data !== undefined ? { jobName: body.name, data: opts.showJobData(body.data) } : {}),
       });
     });
