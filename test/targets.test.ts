@@ -5,6 +5,8 @@ import { Agent } from 'undici';
 import { attemptDelivery, PermanentDeliveryError } from '../src/forwarding/attempt';
 import { TransientDeliveryError } from '../src/forwarding/backoff';
 import { targetSchema, type Target } from '../src/forwarding/target-schema';
+import { buildForwarding } from './support/forwarding-harness';
+import { FakePlatform } from './support/platform';
 
 const TIMEOUT_MS = 500;
 /** Slack for a loaded 2-core machine; undici's fast timers also tick at about 500 ms. */
@@ -155,5 +157,42 @@ describe('one delivery attempt', () => {
     const result = await timed(attemptDelivery(target(url), dispatcher, outgoing));
     await stop(server);
     expect(result.value).toMatchObject({ status: 200 });
+  });
+});
+
+describe('a delivery worker with one slot', () => {
+  it('when the target trickles its first answer one byte per 100 ms, then the next delivery still goes out within the timeout', async () => {
+    const arrivals: { at: number; body: string }[] = [];
+    const timers: NodeJS.Timeout[] = [];
+    const server = createHttpServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        arrivals.push({ at: Date.now(), body: Buffer.concat(chunks).toString() });
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        if (arrivals.length === 1) timers.push(setInterval(() => res.write('.'), 100));
+        else res.end('ok');
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    const platform = new FakePlatform();
+    const f = buildForwarding(platform, [
+      { name: 'slow', url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, concurrency: 1, timeoutMs: TIMEOUT_MS, maxAttempts: 1 },
+    ]);
+    try {
+      await platform.send(f.receiver.app, platform.signed('payment.result', { body: '{"type":"MERCH","data":{"request_id":"TRICKLE-1"}}' })).expect(200);
+      const deadline = Date.now() + 5000;
+      while (arrivals.length < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      await platform.send(f.receiver.app, platform.signed('payment.result', { body: '{"type":"MERCH","data":{"request_id":"TRICKLE-2"}}' })).expect(200);
+      while (arrivals.length < 2 && Date.now() < deadline + 5000) await new Promise((r) => setTimeout(r, 20));
+
+      expect(arrivals.map((a) => /TRICKLE-\d/.exec(a.body)?.[0])).toEqual(['TRICKLE-1', 'TRICKLE-2']);
+      expect(arrivals[1]!.at - arrivals[0]!.at).toBeLessThan(TIMEOUT_MS + SLACK_MS);
+    } finally {
+      timers.forEach(clearInterval);
+      await f.close();
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    }
   });
 });
