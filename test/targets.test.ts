@@ -10,7 +10,7 @@ import { FakePlatform } from './support/platform';
 
 const TIMEOUT_MS = 500;
 /** Slack for a loaded 2-core machine; undici's fast timers also tick at about 500 ms. */
-const SLACK_MS = 1500;
+const SLACK_MS = 2000;
 
 function problems(input: Record<string, unknown>): string[] {
   const result = targetSchema.safeParse({ name: 'ledger', events: ['*'], ...input });
@@ -89,15 +89,17 @@ describe('one delivery attempt', () => {
       res.writeHead(503, { 'content-type': 'text/plain' });
       timers.push(setInterval(() => res.write('x'), 100));
     });
-    const result = await timed(attemptDelivery(target(url), dispatcher, outgoing));
+    // Long enough that the status line surely arrives first, even on a loaded machine.
+    const timeoutMs = 1500;
+    const result = await timed(attemptDelivery({ ...target(url), timeoutMs }, dispatcher, outgoing));
     timers.forEach(clearInterval);
     await stop(server);
 
-    expect(result.ms).toBeGreaterThanOrEqual(TIMEOUT_MS - 50);
-    expect(result.ms).toBeLessThan(TIMEOUT_MS + SLACK_MS);
+    expect(result.ms).toBeGreaterThanOrEqual(timeoutMs - 50);
+    expect(result.ms).toBeLessThan(timeoutMs + SLACK_MS);
     // The status arrived in time and stands; the excerpt is what trickled in before the deadline.
     expect(result.error).toBeInstanceOf(TransientDeliveryError);
-    expect(result.error).toMatchObject({ status: 503, responseExcerpt: expect.stringMatching(/^x{1,10}$/) });
+    expect(result.error).toMatchObject({ status: 503, responseExcerpt: expect.stringMatching(/^x{1,20}$/) });
   });
 
   it('ends by the target timeout when the headers trickle one byte per 100 ms', async () => {
@@ -142,7 +144,7 @@ describe('one delivery attempt', () => {
     timers.forEach(clearInterval);
     await stop(server);
 
-    expect(result.ms).toBeLessThan(1000); // neither read to the end (there is none) nor held until the deadline
+    expect(result.ms).toBeLessThan(3000); // neither read to the end (there is none) nor held until the 5 s deadline
     expect(result.error).toBeInstanceOf(PermanentDeliveryError);
     expect((result.error as PermanentDeliveryError).responseExcerpt).toBe('e'.repeat(512));
     expect(closes.length).toBeGreaterThanOrEqual(1); // the server saw the connection go
