@@ -7,7 +7,9 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-RUN npx tsc -p tsconfig.build.json && npm prune --omit=dev --no-audit --no-fund
+# typescript stays after the prune only as valibot's optional peer (through @bull-board/api), which
+# nothing loads at run time: 23 MB of compiler out of the image.
+RUN npx tsc -p tsconfig.build.json && npm prune --omit=dev --no-audit --no-fund && rm -rf node_modules/typescript
 
 FROM node:24-bookworm-slim
 # The admin port (probes, /metrics, dashboard) must be reachable from outside the container; it is
