@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import { keyPrefix } from '../src/pipeline/names';
 import { EVENT_TABLE, type EventPayloadMap, type EventType } from '../src/events/table';
-import { createProducerConnection } from '../src/pipeline/connection';
 import { buildEventJob } from '../src/pipeline/jobs';
 import { createPipeline } from '../src/pipeline/pipeline';
+import { createRedisConnector, type RedisClient } from '../src/redis/connect';
 import { parsePayload } from '../src/receiving/parse-payload';
 import { randomNonce } from '../src/signing/sign';
 import { createBaselineProducer } from './baseline-producer';
@@ -15,7 +15,7 @@ import { pipelineOptionsFor, serviceDefaults } from './service-defaults';
 type Enqueue = (request: VerifiedRequest) => Promise<boolean>;
 
 /** The service's own pipeline (src/pipeline: its job, ids, options and de-duplication), as the receiver queues. */
-function servicePipeline(connection: Redis, prefix: string) {
+function servicePipeline(connection: RedisClient, prefix: string) {
   const pipeline = createPipeline(connection, pipelineOptionsFor(serviceDefaults(), prefix));
   const enqueue: Enqueue = async (r) => {
     const definition = EVENT_TABLE.find((e) => e.type === r.eventType)!;
@@ -28,8 +28,9 @@ function servicePipeline(connection: Redis, prefix: string) {
 }
 
 /** The baselines' own producer, which the raw worker drains. */
-function baselineProducer(connection: Redis, prefix: string) {
-  const producer = createBaselineProducer(connection, prefix);
+function baselineProducer(connection: RedisClient, prefix: string) {
+  // Under the service's key layout, where the raw worker (bench/raw-worker.ts) looks.
+  const producer = createBaselineProducer(connection, keyPrefix(prefix));
   const enqueue: Enqueue = async (r) => {
     await producer.add(r);
     return true;
@@ -43,7 +44,7 @@ function baselineProducer(connection: Redis, prefix: string) {
  * (workers never verify); the signature header gets a random value of the real length.
  */
 export async function enqueueBacklog(kind: 'service' | 'baseline', redisUrl: string, prefix: string, count: number): Promise<{ seconds: number }> {
-  const connection = createProducerConnection(redisUrl);
+  const connection = createRedisConnector({ ...serviceDefaults(), redisUrl }).open('producer');
   await new Promise<void>((resolve, reject) => {
     connection.once('ready', resolve);
     connection.once('error', reject);

@@ -6,7 +6,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../src/redis/connect';
 import { EVENT_TABLE, type EventType } from '../src/events/table';
 import { eventJobOptions } from '../src/pipeline/job-options';
 import { buildEventJob, type VerifiedRequest } from './event-job';
@@ -19,7 +19,7 @@ export interface BaselineProducer {
   close(): Promise<void>;
 }
 
-export function createBaselineProducer(connection: Redis, prefix: string): BaselineProducer {
+export function createBaselineProducer(connection: RedisClient, prefix: string): BaselineProducer {
   const defaults = serviceDefaults();
   const defaultJobOptions = eventJobOptions(defaults.retention);
   const queues = new Map<EventType, Queue>(EVENT_TABLE.map((e) => [e.type, new Queue(e.type, { connection, prefix, defaultJobOptions })] as const));

@@ -12,6 +12,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import express, { type Express, type Request, type Response } from 'express';
 import { Redis } from 'ioredis';
+import { keyPrefix } from '../src/pipeline/names';
 import { createBaselineProducer } from './baseline-producer';
 import { startRawWorker, type RunningRawWorker } from './raw-worker';
 import { serviceDefaults } from './service-defaults';
@@ -27,7 +28,8 @@ function required(name: string): string {
 
 async function main(): Promise<void> {
   const redisUrl = required('REDIS_URL');
-  const prefix = required('QUEUE_PREFIX');
+  // The service's key layout (hash-tagged prefix), so the harness reads both subjects' queues alike.
+  const prefix = keyPrefix(required('QUEUE_PREFIX'));
   const key = createPublicKey({ key: Buffer.from(readFileSync(required('PUBLIC_KEY_FILE'), 'utf8'), 'base64'), format: 'der', type: 'spki' });
   const defaults = serviceDefaults();
   const toleranceMs = defaults.timestampToleranceMs;

@@ -1,4 +1,5 @@
 import { enqueueBacklog } from './backlog';
+import { keyPrefix } from '../src/pipeline/names';
 import type { BenchContext } from './context';
 import { FORWARDING_MISSING, serviceLogFile } from './context';
 import { sleep } from './processes';
@@ -48,24 +49,24 @@ async function drainRun(ctx: BenchContext, kind: Kind, backlog: number, label: s
     // Bounded by a floor rate of 100 events/s, and by 60 s without progress.
     const wait = await ctx.sink.waitForUnique(backlog, { timeoutMs: 60_000 + (backlog / 100) * 1000, stallMs: 60_000, firstWithinMs: 60_000 });
     rss.stop();
-    await waitUntilSettled(ctx.redis.admin, prefix, 30_000);
+    await waitUntilSettled(ctx.redis.admin, keyPrefix(prefix), 30_000);
     await sleep(ctx.options.smoke ? 200 : 2000);
     return { wait, rssAfter: rssOf(subject.pid) };
   })();
   const { wait, rssAfter } = await drained.finally(() => subject.stop());
   if (wait.stats.unique === 0) return { skipped: 'forwarding not available (nothing delivered within 60 s)' };
   const { stats } = wait;
-  const totals = await waitUntilSettled(ctx.redis.admin, prefix, 1000);
+  const totals = await waitUntilSettled(ctx.redis.admin, keyPrefix(prefix), 1000);
   const redisAfterDrain = await ctx.redis.usedMemory();
-  await expireRetainedCompleted(ctx.redis.admin, prefix);
+  await expireRetainedCompleted(ctx.redis.admin, keyPrefix(prefix));
   const redisAfterRetention = await ctx.redis.usedMemory();
-  const census = await censusKeys(ctx.redis.admin, prefix);
-  const remembered = await memoryUsage(ctx.redis.admin, prefix);
+  const census = await censusKeys(ctx.redis.admin, keyPrefix(prefix));
+  const remembered = await memoryUsage(ctx.redis.admin, keyPrefix(prefix));
   // Replay keys (accepted nonces) expire after twice the timestamp tolerance, not the window: shown apart.
   const replayBytes = Object.entries(remembered.byKind)
     .filter(([kind]) => kind.startsWith('replay:'))
     .reduce((sum, [, k]) => sum + k.bytes, 0);
-  await expireExpiringKeys(ctx.redis.admin, prefix);
+  await expireExpiringKeys(ctx.redis.admin, keyPrefix(prefix));
   // Redis shrinks its emptied key tables in its background cron, not at once.
   await sleep(ctx.options.smoke ? 300 : 2000);
   const redisAfterExpiry = await ctx.redis.usedMemory();

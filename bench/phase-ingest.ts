@@ -1,4 +1,5 @@
 import type { BenchContext } from './context';
+import { keyPrefix } from '../src/pipeline/names';
 import { CpuMeter, cpuFigures } from './cpu';
 import { serviceLogFile } from './context';
 import { runLoad } from './load';
@@ -50,7 +51,7 @@ export async function ingestRound(ctx: BenchContext, kind: Kind, round: number, 
     rss.stop();
     await sleep(ctx.options.smoke ? 200 : 2000);
     const rssAfter = rssOf(subject.pid);
-    const queued = (await jobTotals(ctx.redis.admin, prefix)).pending;
+    const queued = (await jobTotals(ctx.redis.admin, keyPrefix(prefix))).pending;
     const missing = Math.max(0, warm.ok + run.ok - queued);
     const figures: IngestFigures = {
       requests: run.sent,

@@ -7,6 +7,7 @@ import { Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { Agent, request } from 'undici';
 import { EVENT_TYPES } from '../src/events/table';
+import { keyPrefix } from '../src/pipeline/names';
 import type { EventJob } from '../src/pipeline/jobs';
 
 export interface RawWorkerOptions {
@@ -71,7 +72,7 @@ function required(name: string): string {
 if (require.main === module) {
   const running = startRawWorker({
     redisUrl: required('REDIS_URL'),
-    prefix: required('QUEUE_PREFIX'),
+    prefix: keyPrefix(required('QUEUE_PREFIX')),
     sinkUrl: required('SINK_URL'),
     concurrency: Number(required('RAW_CONCURRENCY')),
   });

@@ -3,16 +3,20 @@ import { ConfigError } from './config/errors';
 import { loadConfig } from './config/load';
 import { createLogger } from './logging/logger';
 import { createMetrics } from './monitoring/metrics';
+import { keyPrefix } from './pipeline/names';
+import { createRedisConnector } from './redis/connect';
 import { startService } from './service';
 
 async function main(): Promise<void> {
   let config;
   let keys;
   // The logger needs the config, so key warnings wait here and are logged once it exists.
+  let redis;
   const keyWarnings: [string, Record<string, unknown>][] = [];
   try {
     config = loadConfig(process.env);
     keys = config.role === 'worker' ? [] : loadPlatformKeys(config.platformPublicKeys, { warn: (message, fields) => keyWarnings.push([message, fields]) });
+    redis = createRedisConnector(config);
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`${err.message}\n`);
@@ -23,7 +27,8 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel, undefined, config.logRepeatIntervalMs);
   for (const [message, fields] of keyWarnings) logger.warn(message, fields);
   const metrics = createMetrics();
-  const service = await startService(config, keys, logger, metrics);
+  logger.info('redis', { topology: redis.target.kind, at: redis.description, keyPrefix: keyPrefix(config.queuePrefix), minReplicasAck: config.redisMinReplicasAck });
+  const service = await startService(config, keys, logger, metrics, redis);
 
   let stopping = false;
   const stop = (signal: string) => {

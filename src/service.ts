@@ -4,9 +4,9 @@ import type { Config } from './config/schema';
 import { startWorkers, type RunningWorkers } from './forwarding/workers';
 import type { Logger } from './logging/logger';
 import type { Metrics } from './monitoring/metrics';
-import { createProducerConnection, reportConnectionErrors } from './pipeline/connection';
 import { createPipeline, pipelineOptions, type Pipeline } from './pipeline/pipeline';
 import { startReceiver, type RunningReceiver } from './receiver';
+import { reportConnectionErrors, type RedisConnector } from './redis/connect';
 
 export interface RunningService {
   pipeline: Pipeline;
@@ -21,12 +21,12 @@ export interface RunningService {
  * has the admin listener. Several receivers and workers on different machines can share one Redis.
  * The queues are opened here, once, and handed to each part.
  */
-export async function startService(config: Config, keys: readonly KeyObject[], logger: Logger, metrics: Metrics): Promise<RunningService> {
-  const connection = createProducerConnection(config.redisUrl, config.enqueueTimeoutMs);
+export async function startService(config: Config, keys: readonly KeyObject[], logger: Logger, metrics: Metrics, redis: RedisConnector): Promise<RunningService> {
+  const connection = redis.open('producer');
   reportConnectionErrors(connection, logger, 'producer');
   const pipeline = createPipeline(connection, pipelineOptions(config));
   const receiver = config.role !== 'worker' ? await startReceiver({ config, keys, logger, metrics, pipeline }) : undefined;
-  const workers = config.role !== 'receiver' ? startWorkers(config, pipeline, logger, metrics) : undefined;
+  const workers = config.role !== 'receiver' ? startWorkers(config, pipeline, logger, metrics, redis) : undefined;
   const admin = await startAdmin(config, pipeline, logger, metrics.registry);
   return {
     pipeline,

@@ -3,7 +3,7 @@ import { ConfigError } from '../src/config/errors';
 import { loadConfig } from '../src/config/load';
 import { createLogger } from '../src/logging/logger';
 import { createMetrics } from '../src/monitoring/metrics';
-import { createProducerConnection } from '../src/pipeline/connection';
+import { createRedisConnector } from '../src/redis/connect';
 import { createPipeline, pipelineOptions, type Pipeline } from '../src/pipeline/pipeline';
 import { LogCapture, testConfig } from './support/harness';
 import { exchange, rawRequest } from './support/raw-http';
@@ -15,7 +15,7 @@ let pipeline: Pipeline;
 
 beforeAll(async () => {
   const config = testConfig({ ROLE: 'worker', ADMIN_PORT: '0', ADMIN_TOKEN: 'server-test-token-0123456789', ADMIN_HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS), ADMIN_REQUEST_TIMEOUT_MS: '1000', ADMIN_KEEP_ALIVE_TIMEOUT_MS: String(KEEP_ALIVE_TIMEOUT_MS) });
-  pipeline = createPipeline(createProducerConnection(config.redisUrl), pipelineOptions(config));
+  pipeline = createPipeline(createRedisConnector(config).open('producer'), pipelineOptions(config));
   admin = await startAdmin(config, pipeline, createLogger('error', new LogCapture().stream), createMetrics(undefined, false).registry);
 });
 afterAll(async () => {

@@ -5,7 +5,7 @@ import { runCli } from '../src/cli/run';
 import { createLogger } from '../src/logging/logger';
 import { createMetrics } from '../src/monitoring/metrics';
 import { loadPlatformKeys } from '../src/config/keys';
-import { createProducerConnection } from '../src/pipeline/connection';
+import { createRedisConnector } from '../src/redis/connect';
 import { createPipeline, pipelineOptions, type Pipeline } from '../src/pipeline/pipeline';
 import { startReceiver, type RunningReceiver } from '../src/receiver';
 import { testConfig, LogCapture } from './support/harness';
@@ -26,7 +26,7 @@ beforeAll(async () => {
     PORT: '0',
     HOST: '127.0.0.1',
   });
-  pipeline = createPipeline(createProducerConnection(config.redisUrl), pipelineOptions(config));
+  pipeline = createPipeline(createRedisConnector(config).open('producer'), pipelineOptions(config));
   receiver = await startReceiver({ config, keys: loadPlatformKeys(config.platformPublicKeys), logger: createLogger('info', logs.stream), metrics: createMetrics(), pipeline });
 });
 afterAll(async () => {

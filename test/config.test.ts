@@ -5,6 +5,8 @@ import { loadPlatformKeys } from '../src/config/keys';
 import { ConfigError } from '../src/config/errors';
 import { loadConfig } from '../src/config/load';
 import { EVENT_TYPES } from '../src/events/table';
+import { createRedisConnector } from '../src/redis/connect';
+import { redisTarget } from '../src/redis/target';
 import { loadVectors } from './support/vectors';
 
 const { keys } = loadVectors();
@@ -148,5 +150,61 @@ describe('loadPlatformKeys', () => {
       expect.stringMatching(/^platformPublicKeys\[1\]: neither PEM nor Base64/),
       expect.stringMatching(/^\/nonexistent\.pem: cannot read/),
     ]);
+  });
+});
+
+describe('Redis topology settings', () => {
+  it('when nothing names a topology, then REDIS_URL is the single Redis, its credentials and TLS from the URL', () => {
+    const target = redisTarget(loadConfig({ ...base, REDIS_URL: 'rediss://app:s%40cret@cache.internal:6380/2' }));
+    expect(target).toMatchObject({ kind: 'single', node: { host: 'cache.internal', port: 6380 }, db: 2, username: 'app', password: 's@cret', tls: true });
+    expect(target.description).toBe('rediss://cache.internal:6380/2');
+  });
+
+  it('when REDIS_USERNAME and REDIS_PASSWORD are set, then they win over the URL', () => {
+    const target = redisTarget(loadConfig({ ...base, REDIS_URL: 'redis://old:pw@127.0.0.1:6379', REDIS_USERNAME: 'svc', REDIS_PASSWORD: 'new-secret' }));
+    expect(target).toMatchObject({ kind: 'single', username: 'svc', password: 'new-secret', tls: false });
+  });
+
+  it('when sentinels are set, then the master is found through them', () => {
+    const c = loadConfig({ ...base, REDIS_SENTINELS: '10.0.0.1:26379, [::1]:26380', REDIS_SENTINEL_MASTER: 'whr', REDIS_SENTINEL_PASSWORD: 'sentinel-pw', REDIS_TLS: 'true' });
+    expect(redisTarget(c)).toMatchObject({
+      kind: 'sentinel',
+      sentinels: [{ host: '10.0.0.1', port: 26379 }, { host: '::1', port: 26380 }],
+      masterName: 'whr',
+      sentinelPassword: 'sentinel-pw',
+      tls: true,
+      description: 'sentinel master "whr" via 10.0.0.1:26379,[::1]:26380 (TLS)',
+    });
+  });
+
+  it('when cluster nodes are set in the file, then the cluster is used and REDIS_MIN_REPLICAS_ACK is read', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'cfg-'));
+    const file = path.join(dir, 'c.yaml');
+    writeFileSync(file, 'redisClusterNodes: ["127.0.0.1:7000", "127.0.0.1:7001"]\nredisMinReplicasAck: 1\n');
+    const c = loadConfig({ ...base, CONFIG_FILE: file });
+    expect(c.redisMinReplicasAck).toBe(1);
+    expect(redisTarget(c)).toMatchObject({ kind: 'cluster', nodes: [{ host: '127.0.0.1', port: 7000 }, { host: '127.0.0.1', port: 7001 }], tls: false });
+    expect(loadConfig(base).redisMinReplicasAck).toBe(0);
+  });
+
+  it('when two topologies or half a setting pair are given, then start-up stops naming the settings', () => {
+    expect(problemsOf(() => loadConfig({ ...base, REDIS_SENTINELS: 'a:1', REDIS_SENTINEL_MASTER: 'm', REDIS_CLUSTER_NODES: 'b:2' }))).toEqual([
+      'redisClusterNodes: set at most one of REDIS_SENTINELS (redisSentinels) and REDIS_CLUSTER_NODES (redisClusterNodes)',
+    ]);
+    expect(problemsOf(() => loadConfig({ ...base, REDIS_SENTINELS: 'a:1' }))).toEqual([
+      'redisSentinelMaster: REDIS_SENTINEL_MASTER (redisSentinelMaster) is required with REDIS_SENTINELS',
+    ]);
+    expect(problemsOf(() => loadConfig({ ...base, REDIS_CLUSTER_NODES: 'a', REDIS_TLS_CERT_FILE: '/c.pem', REDIS_MIN_REPLICAS_ACK: '-1' }))).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^redisClusterNodes\.0: must be host:port/),
+        expect.stringMatching(/^redisMinReplicasAck:/),
+        'redisTlsKeyFile: REDIS_TLS_CERT_FILE and REDIS_TLS_KEY_FILE go together',
+      ]),
+    );
+  });
+
+  it('when a TLS file cannot be read, then the connector refuses to start naming the setting', () => {
+    const c = loadConfig({ ...base, REDIS_CLUSTER_NODES: '127.0.0.1:7000', REDIS_TLS_CA_FILE: '/nonexistent/ca.pem' });
+    expect(problemsOf(() => createRedisConnector(c))).toEqual([expect.stringMatching(/^redisTlsCaFile \(REDIS_TLS_CA_FILE\): cannot read \/nonexistent\/ca\.pem/)]);
   });
 });

@@ -75,7 +75,7 @@ describe('the replay binding and the job are stored together', () => {
   });
   afterEach(() => h.close());
 
-  const replayKeys = () => h.redis.keys(`${h.config.queuePrefix}:replay:*`);
+  const replayKeys = () => h.redis.keys(`${h.pipeline.prefix}:replay:*`);
 
   it.each([
     ['current', () => platform.signed('payment.result')],
@@ -83,7 +83,7 @@ describe('the replay binding and the job are stored together', () => {
   ])('when the add fails inside the script (%s scheme), then no binding is left and the platform\'s retry is accepted', async (_scheme, make) => {
     const n = make();
     // A job counter that is not a number makes BullMQ's INCR, its first write, raise inside the script.
-    const counterKey = `${h.config.queuePrefix}:payment.result:id`;
+    const counterKey = `${h.pipeline.prefix}:payment.result:id`;
     await h.redis.set(counterKey, 'not-a-number');
 
     const refused = await platform.send(h.app, n);
@@ -142,7 +142,7 @@ describe('the job the ingest script writes', () => {
     const twinPrefix = `${h.config.queuePrefix}twin`;
     const twin = new Queue('payment.result', { connection: h.redis, prefix: twinPrefix, defaultJobOptions: queue.defaultJobOptions });
     await twin.add('payment.result', job!.data, { jobId: job!.id, deduplication: { id: eventId, ttl: h.config.dedupWindowMs } });
-    const ours = await h.redis.hgetall(`${h.config.queuePrefix}:payment.result:${job!.id}`);
+    const ours = await h.redis.hgetall(`${h.pipeline.prefix}:payment.result:${job!.id}`);
     const theirs = await h.redis.hgetall(`${twinPrefix}:payment.result:${job!.id}`);
     const { timestamp: _a, ...oursRest } = ours;
     const { timestamp: _b, ...theirsRest } = theirs;
@@ -150,10 +150,10 @@ describe('the job the ingest script writes', () => {
     await twin.obliterate({ force: true });
     await twin.close();
 
-    const connection = h.redis.duplicate({ maxRetriesPerRequest: null });
+    const connection = h.connector.open('worker');
     let worker: Worker<EventJob> | undefined;
     const processed = new Promise<EventJob>((resolve) => {
-      worker = new Worker<EventJob>('payment.result', async (j) => resolve(j.data), { connection, prefix: h.config.queuePrefix });
+      worker = new Worker<EventJob>('payment.result', async (j) => resolve(j.data), { connection, prefix: h.pipeline.prefix });
     });
     expect(await processed).toEqual(job!.data);
     await worker!.close();

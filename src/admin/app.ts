@@ -1,6 +1,6 @@
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import helmet from 'helmet';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/connect';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../logging/logger';
 import type { DeadLetters } from '../operations/dead-letters';
@@ -24,7 +24,7 @@ import { targetRoutes } from './routes/targets';
 
 export interface AdminDeps {
   credentials: AdminCredentials;
-  redis: Redis;
+  redis: RedisClient;
   pipeline: Pipeline;
   deadLetters: DeadLetters;
   quarantine: Quarantine;

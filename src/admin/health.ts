@@ -1,5 +1,5 @@
 import type { Request, Response } from 'express';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/connect';
 import type { Queue } from 'bullmq';
 import type { Logger } from '../logging/logger';
 import { withTimeout } from '../pipeline/with-timeout';
@@ -10,7 +10,7 @@ const READY_TIMEOUT_MS = 1000;
  * Ready when Redis answers and a queue can be read, within a second; 503 otherwise. The probe's
  * answer says only "redis down": the error's text (host names, addresses) stays in the log.
  */
-export function readiness(redis: Redis, probe: Queue, logger: Logger) {
+export function readiness(redis: RedisClient, probe: Queue, logger: Logger) {
   return async (_req: Request, res: Response): Promise<void> => {
     try {
       await withTimeout(Promise.all([redis.ping(), probe.getJobCounts('waiting')]), READY_TIMEOUT_MS, () => new Error(`no answer within ${READY_TIMEOUT_MS} ms`));

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { targetSchema } from '../forwarding/target-schema';
+import { checkRedisSettings, redisSettingsShape } from './redis-schema';
 import { parseSubnet } from '../http/source-allowlist';
 
 const ms = z.number().int().nonnegative();
@@ -12,7 +13,7 @@ export const configSchema = z
   .object({
     port: z.number().int().min(0).max(65535),
     host: z.string().min(1),
-    redisUrl: z.string().regex(/^rediss?:\/\//, 'must start with redis:// or rediss://'),
+    ...redisSettingsShape,
     /** Which parts run in this process: the public receiver, the delivery workers, or both. */
     role: z.enum(['all', 'receiver', 'worker']),
     /** Key texts: Base64 DER (X.509 SPKI), PEM public keys or PEM certificates, or `file:` paths. */
@@ -86,6 +87,7 @@ export const configSchema = z
     }),
   })
   .superRefine((c, ctx) => {
+    checkRedisSettings(c, ctx);
     if (c.role !== 'worker' && c.platformPublicKeys.length === 0) {
       ctx.addIssue({ code: 'custom', path: ['platformPublicKeys'], message: 'at least one platform public key is required (PLATFORM_PUBLIC_KEYS)' });
     }

@@ -9,6 +9,7 @@ import { projectRoot } from '../config/project-root';
 import { EVENT_TYPES } from '../events/table';
 import { freePort, isPortFree, isRedisReachable, RedisServer } from '../devtools/redis-server';
 import { stopChild } from '../devtools/stop-child';
+import { keyPrefix } from '../pipeline/names';
 import { resetPrefix } from './local-redis';
 
 const DEMO_PREFIX = 'demo';
@@ -33,7 +34,7 @@ async function main(): Promise<void> {
 
   let redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
   if (await isRedisReachable(redisUrl)) {
-    const removed = await resetPrefix(redisUrl, DEMO_PREFIX);
+    const removed = await resetPrefix(redisUrl, keyPrefix(DEMO_PREFIX));
     say(`using the Redis at ${redisUrl}; the demo's queues live under the prefix "${DEMO_PREFIX}" (reset: ${removed} old keys removed)`);
   } else {
     const local = await RedisServer.start();

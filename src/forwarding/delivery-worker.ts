@@ -1,5 +1,5 @@
 import { Worker, UnrecoverableError, type Job } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/connect';
 import { Agent } from 'undici';
 import type { Logger } from '../logging/logger';
 import type { Metrics } from '../monitoring/metrics';
@@ -14,7 +14,7 @@ import type { Target } from './target-schema';
 
 export interface WorkerDeps {
   /** A connection for BullMQ workers (blocking commands, retries for ever). */
-  connection: Redis;
+  connection: RedisClient;
   /** The pipeline's key prefix. */
   prefix: string;
   logger: Logger;

@@ -3,8 +3,8 @@ import type { Config } from '../config/schema';
 import { EVENT_TYPES } from '../events/table';
 import type { Logger } from '../logging/logger';
 import type { Metrics } from '../monitoring/metrics';
-import { createWorkerConnection, reportConnectionErrors } from '../pipeline/connection';
 import type { Pipeline } from '../pipeline/pipeline';
+import { reportConnectionErrors, type RedisConnector } from '../redis/connect';
 import { createDeliveryWorker } from './delivery-worker';
 import { createFanoutWorker } from './fanout-worker';
 
@@ -14,8 +14,8 @@ export interface RunningWorkers {
 }
 
 /** Starts the fan-out workers (one per event type) and a delivery worker per target, over the process's pipeline. */
-export function startWorkers(config: Config, pipeline: Pipeline, logger: Logger, metrics: Metrics): RunningWorkers {
-  const connection = createWorkerConnection(config.redisUrl);
+export function startWorkers(config: Config, pipeline: Pipeline, logger: Logger, metrics: Metrics, redis: RedisConnector): RunningWorkers {
+  const connection = redis.open('worker');
   reportConnectionErrors(connection, logger, 'worker');
   const deps = {
     connection,

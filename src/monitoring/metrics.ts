@@ -28,6 +28,12 @@ export function createMetrics(registry = new Registry(), withDefaults = true) {
     labelNames: ['event_type'] as const,
     registers: [registry],
   });
+  const replicaShortfalls = new Counter({
+    name: 'webhook_replica_ack_shortfalls_total',
+    help: 'Notifications answered 503 because fewer replicas than REDIS_MIN_REPLICAS_ACK confirmed the write in time',
+    labelNames: ['event_type'] as const,
+    registers: [registry],
+  });
   const deliveries = new Counter({
     name: 'webhook_deliveries_total',
     help: 'Delivery attempts to targets, by target and outcome (delivered, retry, dead_lettered)',
@@ -75,8 +81,9 @@ export function createMetrics(registry = new Registry(), withDefaults = true) {
   for (const type of EVENT_TYPES) {
     notifications.labels(type, 'accepted', '').inc(0);
     enqueueFailures.labels(type).inc(0);
+    replicaShortfalls.labels(type).inc(0);
   }
-  return { registry, notifications, portRefusals, clientAborts, ackLatency, enqueueFailures, deliveries, deliveryLatency, deadLetters, unrouted, fanoutFailures };
+  return { registry, notifications, portRefusals, clientAborts, ackLatency, enqueueFailures, replicaShortfalls, deliveries, deliveryLatency, deadLetters, unrouted, fanoutFailures };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

@@ -1,4 +1,5 @@
-import type { Redis } from 'ioredis';
+import { Cluster, type Redis } from 'ioredis';
+import type { RedisClient } from '../redis/connect';
 
 export interface RedisDurability {
   maxmemoryPolicy: string;
@@ -17,7 +18,19 @@ function infoField(info: string, field: string): string | undefined {
  * under memory pressure, and a Redis that persists nothing loses them on restart: either can lose
  * an event we already acknowledged.
  */
-export async function checkRedisDurability(redis: Redis): Promise<RedisDurability> {
+export async function checkRedisDurability(redis: RedisClient): Promise<RedisDurability> {
+  // In a cluster every master holds part of the data (ours sits on one, but which one moves).
+  const nodes = redis instanceof Cluster ? redis.nodes('master') : [redis];
+  const each = await Promise.all(nodes.map(checkNode));
+  return {
+    maxmemoryPolicy: [...new Set(each.map((d) => d.maxmemoryPolicy))].join(','),
+    aof: each.every((d) => d.aof),
+    rdb: each.every((d) => d.rdb),
+    risks: [...new Set(each.flatMap((d) => d.risks))],
+  };
+}
+
+async function checkNode(redis: Redis): Promise<RedisDurability> {
   const [memory, persistence] = await Promise.all([redis.info('memory'), redis.info('persistence')]);
   const maxmemoryPolicy = infoField(memory, 'maxmemory_policy') ?? 'unknown';
   const aof = infoField(persistence, 'aof_enabled') === '1';

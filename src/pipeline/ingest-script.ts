@@ -2,7 +2,8 @@
 // (referenced, not only included, so that ts-node, which loads what is imported, sees it too)
 import { Job, type IRedisTransaction, type JobsOptions, type Queue } from 'bullmq';
 import { addStandardJob } from 'bullmq/dist/cjs/scripts/addStandardJob-9';
-import type { Redis, Result } from 'ioredis';
+import type { Result } from 'ioredis';
+import type { RedisClient } from '../redis/connect';
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
@@ -41,6 +42,14 @@ return {'added', jobId}
 /** `added`: the job now standing for the event, ours or (a duplicate) an earlier request's. */
 export type IngestDecision = { kind: 'added'; jobId: string } | { kind: 'replay' } | { kind: 'signature_reused' };
 
+/** Replicas that must hold the write before it counts (REDIS_MIN_REPLICAS_ACK), and how long WAIT may block. */
+export interface ReplicaConfirmation {
+  replicas: number;
+  timeoutMs: number;
+  /** A key of ours in the same slot, written just before WAIT (ownKeys.replicaMarker). */
+  markerKey: string;
+}
+
 export interface ReplayBinding {
   /** The Redis key, under the queue prefix. */
   key: string;
@@ -57,20 +66,43 @@ export interface JobToAdd<D, N extends string> {
   opts: JobsOptions & { jobId: string };
 }
 
-export type IngestScript = <D, R, N extends string>(queue: Queue<D, R, N>, job: JobToAdd<D, N>, binding: ReplayBinding) => Promise<IngestDecision>;
+export type IngestScript = <D, R, N extends string>(
+  queue: Queue<D, R, N>,
+  job: JobToAdd<D, N>,
+  binding: ReplayBinding,
+  confirm?: ReplicaConfirmation,
+) => Promise<IngestDecision & { replicas?: number }>;
 
 /** Loads the ingest script on the connection (EVALSHA, loaded once) and returns its runner. */
-export function defineIngestScript(connection: Redis): IngestScript {
+export function defineIngestScript(connection: RedisClient): IngestScript {
   connection.defineCommand('webhookIngest', { lua: INGEST_LUA });
-  return async (queue, job, binding) => {
+  return async (queue, job, binding, confirm) => {
     const add = await recordAdd(queue, job);
     const keys = add.slice(0, addStandardJob.keys);
     const argv = add.slice(addStandardJob.keys);
     const exclusive = binding.exclusive ? '1' : '0';
-    const reply = await connection.webhookIngest(1 + keys.length, binding.key, ...keys, binding.value, String(binding.ttlMs), exclusive, ...argv);
+    const args = [1 + keys.length, binding.key, ...keys, binding.value, String(binding.ttlMs), exclusive, ...argv] as const;
+    let reply: string[];
+    let replicas: number | undefined;
+    if (!confirm) {
+      reply = await connection.webhookIngest(...args);
+    } else {
+      // One pipeline, so WAIT runs on the connection (and, in a cluster, the node) that ran the
+      // script, right after it: a connection that broke in between fails the whole call.
+      const results = await connection
+        .pipeline()
+        .webhookIngest(...args)
+        .set(confirm.markerKey, '1')
+        .call('WAIT', confirm.replicas, Math.max(1, Math.floor(confirm.timeoutMs))) // WAIT 0 would block for ever
+        .exec();
+      const failed = results?.find(([err]) => err)?.[0];
+      if (!results || failed) throw failed ?? new Error('the ingest pipeline was not run');
+      reply = results[0]?.[1] as string[];
+      replicas = Number(results[2]?.[1]);
+    }
     const [kind, detail] = reply;
-    if (kind === 'added' && detail) return { kind, jobId: detail };
-    if (kind === 'replay' || kind === 'signature_reused') return { kind };
+    if (kind === 'added' && detail) return { kind, jobId: detail, replicas };
+    if (kind === 'replay' || kind === 'signature_reused') return { kind, replicas };
     throw new Error(`the add was refused (BullMQ code ${detail ?? 'none'})`);
   };
 }

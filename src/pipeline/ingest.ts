@@ -1,9 +1,9 @@
 import type { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/connect';
 import type { EventType } from '../events/table';
 import { EnqueueUnavailableError } from './errors';
 import { jobIdFor } from './ids';
-import { defineIngestScript } from './ingest-script';
+import { defineIngestScript, type ReplicaConfirmation } from './ingest-script';
 import type { EventJob, QuarantineJob } from './jobs';
 import { ownKeys } from './names';
 import type { EventQueue, QuarantineQueue } from './queues';
@@ -16,6 +16,8 @@ import { withTimeout } from './with-timeout';
  */
 export type EnqueueOutcome = 'accepted' | 'replay' | 'duplicate' | 'signature_reused';
 
+const WAIT_MARGIN_MS = 250;
+
 export interface IngestSettings {
   prefix: string;
   /** @defaultValue 3000 */
@@ -27,6 +29,11 @@ export interface IngestSettings {
    * verifier refuses the request's timestamp anyway.
    */
   replayTtlMs: number;
+  /**
+   * Replicas that must confirm a write (WAIT) before it is acknowledged; fewer within the enqueue
+   * timeout is a 503. @defaultValue 0
+   */
+  minReplicasAck: number;
 }
 
 export interface Ingest {
@@ -42,7 +49,7 @@ export interface Ingest {
  * `enqueueTimeoutMs` and fails with EnqueueUnavailableError, so nothing is acknowledged unstored.
  */
 export function createIngest(
-  connection: Redis,
+  connection: RedisClient,
   settings: IngestSettings,
   queues: { event(type: EventType): EventQueue; quarantine: QuarantineQueue },
 ): Ingest {
@@ -61,9 +68,28 @@ export function createIngest(
     const job = { name: data.eventType, data, opts: { jobId, deduplication: { id: data.eventId, ttl: settings.dedupWindowMs } } };
     // As queue.add does: wait for the queue's start-up only; afterwards a command while Redis is
     // down fails at once (no offline queue) instead of waiting, holding the body, to run late.
-    const decision = await bounded(queue.waitUntilReady().then(() => ingest(queue, job, binding)));
+    const deadline = Date.now() + settings.enqueueTimeoutMs;
+    const decision = await bounded(queue.waitUntilReady().then(() => ingest(queue, job, binding, confirmation(deadline))));
+    if (decision.kind !== 'signature_reused') confirmReplicated(decision.replicas);
     if (decision.kind !== 'added') return decision.kind;
     return decision.jobId === jobId ? 'accepted' : 'duplicate';
+  }
+
+  /**
+   * Acknowledging a write only the master holds would lose it if the master died before passing it
+   * on, so with minReplicasAck ≥ 1 the replicas must confirm it (WAIT) within what is left of the
+   * enqueue timeout. WAIT gives up before the overall bound, so a shortfall is reported as one, not
+   * as a timeout: Redis checks a blocked client's timeout when its loop wakes (every 100 ms at hz 10).
+   */
+  function confirmation(deadline: number): ReplicaConfirmation | undefined {
+    if (settings.minReplicasAck === 0) return undefined;
+    const margin = Math.min(WAIT_MARGIN_MS, settings.enqueueTimeoutMs / 4);
+    return { replicas: settings.minReplicasAck, timeoutMs: deadline - Date.now() - margin, markerKey: ownKeys.replicaMarker(settings.prefix) };
+  }
+
+  function confirmReplicated(replicas: number | undefined): void {
+    if (settings.minReplicasAck === 0 || (replicas ?? 0) >= settings.minReplicasAck) return;
+    throw new EnqueueUnavailableError(`only ${replicas ?? 0} of ${settings.minReplicasAck} replicas confirmed the write within ${settings.enqueueTimeoutMs} ms`, { reason: 'replicas' });
   }
 
   function bounded<T>(promise: Promise<T>): Promise<T> {

@@ -13,6 +13,19 @@ export function deliveryQueueName(target: string): string {
   return `deliver.${target}`;
 }
 
+/**
+ * The prefix of every key the service writes: the configured `queuePrefix` as a hash tag, `{whr}`.
+ * Redis Cluster places a key by the part between braces, so every key of the service (all queues,
+ * de-duplication keys, replay bindings, the request_id index) lands in one hash slot. It has to:
+ * BullMQ's scripts touch several keys of a queue at once, and the ingest script checks and binds the
+ * replay key, de-duplicates and adds the job in one call; Redis runs a script only over keys of one
+ * slot. The same layout is used on a single Redis and under Sentinel, so one layout is tested
+ * everywhere. docs/deploy.md says what a cluster still buys under this rule.
+ */
+export function keyPrefix(queuePrefix: string): string {
+  return `{${queuePrefix}}`;
+}
+
 /** Keys of our own beside BullMQ's, under the same prefix so one prefix (or hash tag) holds everything. */
 export const ownKeys = {
   /**
@@ -20,6 +33,12 @@ export const ownKeys = {
    * per scheme, so a current-scheme nonce can never collide with a legacy signature's key.
    */
   replay: (prefix: string, scheme: string, replayKey: string) => `${prefix}:replay:${scheme}:${replayKey}`,
+  /**
+   * Written after each ingest when replicas must confirm it: WAIT counts the writes of its own
+   * connection, and a replay or a duplicate writes nothing of its own (its event may have come
+   * through another connection); this write puts every earlier write of the master behind it.
+   */
+  replicaMarker: (prefix: string) => `${prefix}:replica-ack`,
   /** One bucket of the request-id index (request id -> event ids): a day (UTC, days since 1970) and a shard. */
   requestIndex: (prefix: string, day: number, shard: number) => `${prefix}:r:${day}:${shard}`,
   /** The index's earlier form (a set), still read until the last of its entries expires. */

@@ -1,11 +1,12 @@
 import type { Job, Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/connect';
 import type { Config } from '../config/schema';
 import type { EventType } from '../events/table';
 import type { Target } from '../forwarding/target-schema';
 import { createIngest, type Ingest } from './ingest';
 import { deliveryJobOptions, eventJobOptions, type Retention } from './job-options';
 import { toDeliveryJob, type EventJob, type QuarantineJob } from './jobs';
+import { keyPrefix } from './names';
 import { eventIdsForRequest, indexRequestIds } from './request-index';
 import { openDeliveryQueue, openEventQueues, openQuarantineQueue, type DeliveryQueue, type EventQueue, type QuarantineQueue } from './queues';
 
@@ -19,17 +20,20 @@ export interface PipelineOptions {
   retention: Retention;
   /** How long an accepted replay key (nonce, legacy signature) is remembered: twice the timestamp tolerance. */
   replayTtlMs: number;
+  /** Replicas that must confirm each ingest write (WAIT) before it is acknowledged. @defaultValue 0 */
+  minReplicasAck: number;
   /** The targets at start, each with a delivery queue ({@link Pipeline.setTargets} changes them later). */
   targets: readonly Target[];
 }
 
 export function pipelineOptions(config: Config): PipelineOptions {
   return {
-    prefix: config.queuePrefix,
+    prefix: keyPrefix(config.queuePrefix),
     enqueueTimeoutMs: config.enqueueTimeoutMs,
     dedupWindowMs: config.dedupWindowMs,
     retention: config.retention,
     replayTtlMs: 2 * config.timestampToleranceMs,
+    minReplicasAck: config.redisMinReplicasAck,
     targets: config.targets,
   };
 }
@@ -47,7 +51,7 @@ export type FoundEvent =
 export interface Pipeline extends Ingest {
   readonly prefix: string;
   /** The connection the queues share; our own keys (legacy binding, request index) use it too. */
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   readonly options: PipelineOptions;
   eventQueue(type: EventType): EventQueue;
   eventQueues(): EventQueue[];
@@ -76,7 +80,7 @@ export interface Pipeline extends Ingest {
   close(): Promise<void>;
 }
 
-export function createPipeline(connection: Redis, options: PipelineOptions): Pipeline {
+export function createPipeline(connection: RedisClient, options: PipelineOptions): Pipeline {
   const { prefix } = options;
   const eventOptions = eventJobOptions(options.retention);
   const events = openEventQueues(connection, prefix, eventOptions);

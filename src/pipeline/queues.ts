@@ -1,5 +1,5 @@
 import { Queue, type JobsOptions } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/connect';
 import { EVENT_TYPES, type EventType } from '../events/table';
 import type { DeliveryJob, DeliveryResult, EventJob, FanoutResult, QuarantineJob } from './jobs';
 import { deliveryQueueName, eventQueueName, QUARANTINE_QUEUE } from './names';
@@ -18,20 +18,20 @@ function ignoreConnectionError(): void {}
  * The only place the service opens a BullMQ queue: every queue of the service shares the one
  * connection and prefix it is given.
  */
-export function openQueue<D, R>(connection: Redis, prefix: string, name: string, defaultJobOptions?: JobsOptions): Queue<D, R, EventType> {
+export function openQueue<D, R>(connection: RedisClient, prefix: string, name: string, defaultJobOptions?: JobsOptions): Queue<D, R, EventType> {
   const queue: Queue<D, R, EventType> = new Queue(name, { connection, prefix, ...(defaultJobOptions ? { defaultJobOptions } : {}) });
   queue.on('error', ignoreConnectionError);
   return queue;
 }
 
-export function openEventQueues(connection: Redis, prefix: string, defaultJobOptions: JobsOptions): Map<EventType, EventQueue> {
+export function openEventQueues(connection: RedisClient, prefix: string, defaultJobOptions: JobsOptions): Map<EventType, EventQueue> {
   return new Map(EVENT_TYPES.map((t) => [t, openQueue<EventJob, FanoutResult>(connection, prefix, eventQueueName(t), defaultJobOptions)] as const));
 }
 
-export function openQuarantineQueue(connection: Redis, prefix: string, defaultJobOptions: JobsOptions): QuarantineQueue {
+export function openQuarantineQueue(connection: RedisClient, prefix: string, defaultJobOptions: JobsOptions): QuarantineQueue {
   return openQueue<QuarantineJob, unknown>(connection, prefix, QUARANTINE_QUEUE, defaultJobOptions);
 }
 
-export function openDeliveryQueue(connection: Redis, prefix: string, target: string): DeliveryQueue {
+export function openDeliveryQueue(connection: RedisClient, prefix: string, target: string): DeliveryQueue {
   return openQueue<DeliveryJob, DeliveryResult>(connection, prefix, deliveryQueueName(target));
 }

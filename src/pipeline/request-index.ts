@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
-import { whenReady } from './connection';
+import { whenReady, type RedisClient } from '../redis/connect';
 import { ownKeys } from './names';
 
 /**
@@ -52,7 +51,7 @@ const INDEX = `for i, key in ipairs(KEYS) do
   redis.call('PEXPIREAT', key, ARGV[2])
 end`;
 
-export async function indexRequestIds(redis: Redis, prefix: string, payload: unknown, eventId: string, ttlMs: number, nowMs = Date.now()): Promise<void> {
+export async function indexRequestIds(redis: RedisClient, prefix: string, payload: unknown, eventId: string, ttlMs: number, nowMs = Date.now()): Promise<void> {
   const ids = requestIdsOf(payload);
   if (ids.length === 0) return;
   // The bucket outlives the last entry of its day by the window.
@@ -68,7 +67,7 @@ for i, key in ipairs(KEYS) do
 end
 return out`;
 
-export async function eventIdsForRequest(redis: Redis, prefix: string, requestId: string, ttlMs: number, nowMs = Date.now()): Promise<string[]> {
+export async function eventIdsForRequest(redis: RedisClient, prefix: string, requestId: string, ttlMs: number, nowMs = Date.now()): Promise<string[]> {
   const days = Math.ceil(ttlMs / DAY_MS) + 1;
   const buckets = Array.from({ length: days }, (_, i) => requestIndexBucket(prefix, requestId, nowMs - i * DAY_MS));
   const [found, earlier] = await Promise.all([

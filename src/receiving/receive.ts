@@ -141,9 +141,10 @@ function unavailable(deps: ReceiveDeps, n: IncomingNotification, err: unknown, r
   if (!(err instanceof EnqueueUnavailableError)) throw err;
   const eventType = n.definition.type;
   deps.metrics.enqueueFailures.labels(eventType).inc();
+  if (err.reason === 'replicas') deps.metrics.replicaShortfalls.labels(eventType).inc();
   deps.metrics.notifications.labels(eventType, 'unavailable', '').inc();
   observe(deps, eventType, 'unavailable', n);
-  deps.logger.error('notification not queued: Redis unavailable', { eventId, eventType, nonce: replayKey, outcome: 'unavailable', error: err.message, latencyMs: elapsed(n) });
+  deps.logger.error('notification not queued: Redis unavailable', { eventId, eventType, nonce: replayKey, outcome: 'unavailable', reason: err.reason, error: err.message, latencyMs: elapsed(n) });
   return { kind: 'unavailable', eventId };
 }
 

@@ -40,7 +40,7 @@ export function buildForwarding(platform: FakePlatform, targets: Record<string, 
   const logs = new LogCapture();
   const metrics = receiver.metrics; // one registry for receiver, workers and admin, as in one process
   const logger = createLogger('info', logs.stream);
-  const workers = startWorkers(config, pipeline, logger, metrics);
+  const workers = startWorkers(config, pipeline, logger, metrics, receiver.connector);
   const adminLogs = new LogCapture();
   const admin = wireAdmin(config, pipeline, metrics.registry, createLogger('info', adminLogs.stream));
   return {

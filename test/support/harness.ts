@@ -1,13 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { PassThrough } from 'node:stream';
-import { Redis } from 'ioredis';
 import type { Express } from 'express';
 import { loadPlatformKeys } from '../../src/config/keys';
 import { loadConfig } from '../../src/config/load';
 import type { Config } from '../../src/config/schema';
 import { createLogger } from '../../src/logging/logger';
 import { createMetrics, type Metrics } from '../../src/monitoring/metrics';
-import { createProducerConnection } from '../../src/pipeline/connection';
+import { createRedisConnector, whenReady, type RedisClient, type RedisConnector } from '../../src/redis/connect';
 import { createPipeline, pipelineOptions, type Pipeline } from '../../src/pipeline/pipeline';
 import { buildReceiverApp } from '../../src/receiver';
 
@@ -48,9 +47,14 @@ export interface Harness {
   config: Config;
   /** The queues, as the entry point builds them once per process. */
   pipeline: Pipeline;
-  redis: Redis;
+  /** The configured topology's factory, as the service gets it. */
+  connector: RedisConnector;
+  /** A connection for the test's own reads; waits out a Redis that is down. */
+  redis: RedisClient;
   logs: LogCapture;
   metrics: Metrics;
+  /** Resolves once the receiver's connection is ready: a cold cluster client takes seconds on a loaded machine. */
+  ready(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -60,17 +64,20 @@ export function buildHarness(env: Record<string, string | undefined>, clock: () 
   const logs = new LogCapture();
   const logger = createLogger(config.logLevel, logs.stream);
   const metrics = createMetrics();
-  const connection = createProducerConnection(config.redisUrl, config.enqueueTimeoutMs);
+  const connector = createRedisConnector(config);
+  const connection = connector.open('producer');
   connection.on('error', () => undefined);
   const pipeline = createPipeline(connection, pipelineOptions(config));
   const app = buildReceiverApp({ config, keys: loadPlatformKeys(config.platformPublicKeys), logger, metrics, clock, pipeline });
-  const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1 });
+  const redis = connector.open('worker');
   redis.on('error', () => undefined);
   return {
     app,
     config,
     pipeline,
+    connector,
     redis,
+    ready: () => whenReady(connection),
     logs,
     metrics,
     async close() {

@@ -2,7 +2,7 @@ import type { Config } from '../../src/config/schema';
 import { loadPlatformKeys } from '../../src/config/keys';
 import { createLogger } from '../../src/logging/logger';
 import { createMetrics, type Metrics } from '../../src/monitoring/metrics';
-import { createProducerConnection } from '../../src/pipeline/connection';
+import { createRedisConnector } from '../../src/redis/connect';
 import { createPipeline, pipelineOptions, type Pipeline } from '../../src/pipeline/pipeline';
 import { startReceiver, type RunningReceiver } from '../../src/receiver';
 import { LogCapture, testConfig } from './harness';
@@ -25,7 +25,7 @@ export async function startLiveReceiver(env: Record<string, string>, adjust: (c:
   const config = adjust(testConfig({ PORT: '0', HOST: '127.0.0.1', ...env }));
   const logs = new LogCapture();
   const metrics = createMetrics(undefined, false);
-  const connection = createProducerConnection(config.redisUrl, config.enqueueTimeoutMs);
+  const connection = createRedisConnector(config).open('producer');
   connection.on('error', () => undefined);
   const pipeline = createPipeline(connection, pipelineOptions(config));
   const receiver = await startReceiver({ config, keys: loadPlatformKeys(config.platformPublicKeys), logger: createLogger(config.logLevel, logs.stream), metrics, pipeline });
