@@ -41,9 +41,19 @@ export async function isRedisReachable(url: string): Promise<boolean> {
  * A throwaway redis-server on a free port that keeps nothing on disk, for the demo, the tests and
  * the benchmark. It can be stopped, started again on the same port, or frozen, to simulate faults.
  */
+export interface RedisServerOptions {
+  /** A config file, given first (Sentinel needs one it can rewrite). */
+  configFile?: string;
+  /** More arguments, e.g. `--replicaof` or `--cluster-enabled yes`. */
+  args?: string[];
+}
+
 export class RedisServer {
   private child?: ChildProcess;
-  private constructor(readonly port: number) {}
+  private constructor(
+    readonly port: number,
+    private readonly options: RedisServerOptions,
+  ) {}
 
   get url(): string {
     return `redis://127.0.0.1:${this.port}`;
@@ -53,8 +63,8 @@ export class RedisServer {
     return this.child?.pid;
   }
 
-  static async start(): Promise<RedisServer> {
-    const server = new RedisServer(await freePort());
+  static async start(options: RedisServerOptions = {}): Promise<RedisServer> {
+    const server = new RedisServer(await freePort(), options);
     await server.start();
     return server;
   }
@@ -62,7 +72,11 @@ export class RedisServer {
   async start(): Promise<void> {
     const child = spawn(
       'redis-server',
-      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--maxmemory-policy', 'noeviction'],
+      [
+        ...(this.options.configFile ? [this.options.configFile] : []),
+        ...['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--maxmemory-policy', 'noeviction'],
+        ...(this.options.args ?? []),
+      ],
       { stdio: 'ignore' },
     );
     const failed = new Promise<never>((_, reject) =>
