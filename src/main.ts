@@ -10,8 +10,8 @@ import { startService } from './service';
 async function main(): Promise<void> {
   let config;
   let keys;
-  // The logger needs the config, so key warnings wait here and are logged once it exists.
   let redis;
+  // The logger needs the config, so key warnings wait here and are logged once it exists.
   const keyWarnings: [string, Record<string, unknown>][] = [];
   try {
     config = loadConfig(process.env);

@@ -157,7 +157,7 @@ describe('Redis topology settings', () => {
   it('when nothing names a topology, then REDIS_URL is the single Redis, its credentials and TLS from the URL', () => {
     const target = redisTarget(loadConfig({ ...base, REDIS_URL: 'rediss://app:s%40cret@cache.internal:6380/2' }));
     expect(target).toMatchObject({ kind: 'single', node: { host: 'cache.internal', port: 6380 }, db: 2, username: 'app', password: 's@cret', tls: true });
-    expect(target.description).toBe('rediss://cache.internal:6380/2');
+    expect(target.description).toBe('rediss://app:***@cache.internal:6380/2');
   });
 
   it('when REDIS_USERNAME and REDIS_PASSWORD are set, then they win over the URL', () => {
@@ -189,15 +189,15 @@ describe('Redis topology settings', () => {
 
   it('when two topologies or half a setting pair are given, then start-up stops naming the settings', () => {
     expect(problemsOf(() => loadConfig({ ...base, REDIS_SENTINELS: 'a:1', REDIS_SENTINEL_MASTER: 'm', REDIS_CLUSTER_NODES: 'b:2' }))).toEqual([
-      'redisClusterNodes: set at most one of REDIS_SENTINELS (redisSentinels) and REDIS_CLUSTER_NODES (redisClusterNodes)',
+      'REDIS_CLUSTER_NODES: set at most one of REDIS_SENTINELS (redisSentinels) and REDIS_CLUSTER_NODES (redisClusterNodes)',
     ]);
     expect(problemsOf(() => loadConfig({ ...base, REDIS_SENTINELS: 'a:1' }))).toEqual([
       'redisSentinelMaster: REDIS_SENTINEL_MASTER (redisSentinelMaster) is required with REDIS_SENTINELS',
     ]);
     expect(problemsOf(() => loadConfig({ ...base, REDIS_CLUSTER_NODES: 'a', REDIS_TLS_CERT_FILE: '/c.pem', REDIS_MIN_REPLICAS_ACK: '-1' }))).toEqual(
       expect.arrayContaining([
-        expect.stringMatching(/^redisClusterNodes\.0: must be host:port/),
-        expect.stringMatching(/^redisMinReplicasAck:/),
+        'REDIS_CLUSTER_NODES[0]: must be host:port',
+        expect.stringMatching(/^REDIS_MIN_REPLICAS_ACK: /),
         'redisTlsKeyFile: REDIS_TLS_CERT_FILE and REDIS_TLS_KEY_FILE go together',
       ]),
     );

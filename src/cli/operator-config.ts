@@ -1,4 +1,4 @@
-import { describeRedis } from '../config/describe';
+import { describeRedis, redisTopologySetting } from '../config/describe';
 import { loadConfigDetailed, type LoadedConfig, type SettingOrigin } from '../config/load';
 import type { Config } from '../config/schema';
 
@@ -32,7 +32,7 @@ function originText(origin: SettingOrigin): string {
 export function describeSources(loaded: LoadedConfig): string {
   const { config, configFile, originOf } = loaded;
   return [
-    `Redis ${describeRedis(config)} (${originText(originOf(['redisUrl']))})`,
+    `Redis ${describeRedis(config)} (${originText(originOf([redisTopologySetting(config)]))})`,
     `queue prefix ${config.queuePrefix} (${originText(originOf(['queuePrefix']))})`,
     `config file ${configFile ?? 'none'}`,
   ].join(', ');

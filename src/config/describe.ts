@@ -1,3 +1,4 @@
+import { redisTarget } from '../redis/target';
 import type { Config } from './schema';
 
 const MASK = '***';
@@ -30,7 +31,14 @@ export function maskSecrets(value: unknown, key = ''): unknown {
   );
 }
 
-/** Which Redis the configuration points at, password masked. */
+/** Which Redis the configuration points at (the URL, the sentinels and master name, or the cluster nodes), without secrets. */
 export function describeRedis(config: Config): string {
-  return maskUrl(config.redisUrl);
+  return redisTarget(config).description;
+}
+
+/** The setting that chose the topology, for saying where it came from. */
+export function redisTopologySetting(config: Config): 'redisSentinels' | 'redisClusterNodes' | 'redisUrl' {
+  if (config.redisSentinels?.length) return 'redisSentinels';
+  if (config.redisClusterNodes?.length) return 'redisClusterNodes';
+  return 'redisUrl';
 }

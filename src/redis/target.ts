@@ -43,6 +43,7 @@ export function redisTarget(config: Config): RedisTarget {
   // Settings win over credentials written into the URL, so a secret can come from its own variable.
   const username = explicit.username ?? (url.username ? decodeURIComponent(url.username) : undefined);
   const password = explicit.password ?? (url.password ? decodeURIComponent(url.password) : undefined);
-  const shown = `${tls ? 'rediss' : 'redis'}://${list([node])}${db ? `/${db}` : ''}`;
+  const credentials = username || password ? `${username ?? ''}${password ? ':***' : ''}@` : '';
+  const shown = `${tls ? 'rediss' : 'redis'}://${credentials}${list([node])}${db ? `/${db}` : ''}`;
   return { kind: 'single', node, db, username, password, tls, description: shown };
 }

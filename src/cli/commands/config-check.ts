@@ -1,21 +1,27 @@
+import { Cluster } from 'ioredis';
 import { stringify } from 'yaml';
 import { loadPlatformKeys } from '../../config/keys';
 import { loadConfigDetailed } from '../../config/load';
 import { describeRedis, maskSecrets } from '../../config/describe';
 import { configWarnings } from '../../config/warnings';
 import { durabilityWarnings, inspectRedisDurability } from '../../operations/redis-durability';
-import { createOperatorConnection } from '../../pipeline/connection';
+import type { Config } from '../../config/schema';
+import { createRedisConnector } from '../../redis/connect';
 import { describeSources } from '../operator-config';
 
 type Out = (line: string) => void;
 
 /** Asks the configured Redis how it keeps data; a Redis that cannot be asked is a warning, not a failure. */
-async function redisWarnings(url: string, where: string): Promise<string[]> {
-  const redis = createOperatorConnection(url);
+async function redisWarnings(config: Config, where: string): Promise<string[]> {
+  const redis = createRedisConnector(config).open('operator');
   redis.on('error', () => undefined); // the failed command below reports it
   try {
-    const durability = await inspectRedisDurability(redis);
-    return durabilityWarnings(durability, where);
+    if (!(redis instanceof Cluster)) return durabilityWarnings(await inspectRedisDurability(redis), where);
+    // Each master of a cluster keeps its own data: ask them all (ping waits for the cluster to be known).
+    await redis.ping();
+    const masters = redis.nodes('master');
+    const each = await Promise.all(masters.map(async (node) => durabilityWarnings(await inspectRedisDurability(node), `${node.options.host ?? '?'}:${node.options.port ?? '?'}`)));
+    return each.flat();
   } catch (err) {
     return [`could not ask Redis at ${where} about persistence and eviction (${(err as Error).message}): check appendonly yes and maxmemory-policy noeviction yourself`];
   } finally {
@@ -35,7 +41,7 @@ export async function configCheckCommand(env: Record<string, string | undefined>
   out('');
   out('effective configuration (secrets masked):');
   out(stringify(maskSecrets(config)).trimEnd().replace(/^/gm, '  '));
-  const warnings = [...configWarnings(config), ...(await redisWarnings(config.redisUrl, describeRedis(config)))];
+  const warnings = [...configWarnings(config), ...(await redisWarnings(config, describeRedis(config)))];
   out('');
   out(warnings.length ? `${warnings.length} warning${warnings.length === 1 ? '' : 's'}:` : 'no warnings');
   for (const w of warnings) out(`  - ${w}`);
