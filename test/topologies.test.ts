@@ -13,16 +13,16 @@ describe('on a Redis Cluster of three masters with a replica each', () => {
   let cluster: RedisCluster;
   beforeAll(async () => {
     cluster = await RedisCluster.start({ masters: 3, replicasPerMaster: 1, nodeTimeoutMs: 1000 });
-  }, 30_000);
+  }, 60_000);
   afterAll(() => cluster?.stop());
 
   it('receives, de-duplicates, forwards, dead-letters, replays, and serves admin reads and metrics', async () => {
     await runWholePath(platform, { REDIS_CLUSTER_NODES: cluster.seeds }, async (prefix) => keysOnNode((await cluster.ownersOf(prefix)).master.port, prefix));
-  }, 30_000);
+  }, 60_000);
 
   it('with REDIS_MIN_REPLICAS_ACK=1 and every replica paused, answers 503 within the bound, and 200 once they resume', async () => {
     await runReplicasPaused(platform, { REDIS_CLUSTER_NODES: cluster.seeds }, () => cluster.replicas());
-  }, 30_000);
+  }, 60_000);
 
   /**
    * Kills the master of the run's slot. Healing waits until its replica has taken over, then restarts
@@ -46,31 +46,31 @@ describe('on a Redis Cluster of three masters with a replica each', () => {
     const result = await runFailover(platform, { REDIS_CLUSTER_NODES: cluster.seeds, REDIS_MIN_REPLICAS_ACK: '0' }, killSlotMaster, restartKilled, { deliveryTimeoutMs: 10_000 });
     console.log(`cluster failover, REDIS_MIN_REPLICAS_ACK=0: ${result.acknowledged.length} acknowledged, ${result.lost.length} of them lost, ${result.refused} refused`);
     expect(result.acknowledgedAfterKill).toBeGreaterThanOrEqual(20);
-  }, 60_000);
+  }, 120_000);
 
   it('with REDIS_MIN_REPLICAS_ACK=1, when the master is killed while notifications arrive, every acknowledged one is delivered and the service resumes', async () => {
     const result = await runFailover(platform, { REDIS_CLUSTER_NODES: cluster.seeds, REDIS_MIN_REPLICAS_ACK: '1' }, killSlotMaster, restartKilled);
     console.log(`cluster failover, REDIS_MIN_REPLICAS_ACK=1: ${result.acknowledged.length} acknowledged, ${result.lost.length} of them lost, ${result.refused} refused`);
     expect(result.lost).toEqual([]);
     expect(result.acknowledgedAfterKill).toBeGreaterThanOrEqual(20);
-  }, 60_000);
+  }, 120_000);
 });
 
 describe('under Sentinel: a master, two replicas and three sentinels', () => {
   let sentinel: RedisSentinelSet;
   beforeAll(async () => {
     sentinel = await RedisSentinelSet.start({ replicas: 2, sentinels: 3, downAfterMs: 1000, failoverTimeoutMs: 3000 });
-  }, 30_000);
+  }, 60_000);
   afterAll(() => sentinel?.stop());
   const env = () => ({ REDIS_SENTINELS: sentinel.seeds, REDIS_SENTINEL_MASTER: SENTINEL_MASTER_NAME });
 
   it('receives, de-duplicates, forwards, dead-letters, replays, and serves admin reads and metrics', async () => {
     await runWholePath(platform, env(), async (prefix) => keysOnNode((await sentinel.master()).port, prefix));
-  }, 30_000);
+  }, 60_000);
 
   it('with REDIS_MIN_REPLICAS_ACK=1 and every replica paused, answers 503 within the bound, and 200 once they resume', async () => {
     await runReplicasPaused(platform, env(), () => sentinel.replicas());
-  }, 30_000);
+  }, 60_000);
 
   /** Kills the master; healing waits for the sentinels to promote a replica and restarts the old node, which they make a replica. */
   let killed: RedisServer | undefined;
@@ -89,14 +89,14 @@ describe('under Sentinel: a master, two replicas and three sentinels', () => {
     const result = await runFailover(platform, { ...env(), REDIS_MIN_REPLICAS_ACK: '0' }, killMaster, restartKilled, { deliveryTimeoutMs: 10_000 });
     console.log(`sentinel failover, REDIS_MIN_REPLICAS_ACK=0: ${result.acknowledged.length} acknowledged, ${result.lost.length} of them lost, ${result.refused} refused`);
     expect(result.acknowledgedAfterKill).toBeGreaterThanOrEqual(20);
-  }, 60_000);
+  }, 120_000);
 
   it('with REDIS_MIN_REPLICAS_ACK=1, when the master is killed while notifications arrive, every acknowledged one is delivered and the service resumes', async () => {
     const result = await runFailover(platform, { ...env(), REDIS_MIN_REPLICAS_ACK: '1' }, killMaster, restartKilled);
     console.log(`sentinel failover, REDIS_MIN_REPLICAS_ACK=1: ${result.acknowledged.length} acknowledged, ${result.lost.length} of them lost, ${result.refused} refused`);
     expect(result.lost).toEqual([]);
     expect(result.acknowledgedAfterKill).toBeGreaterThanOrEqual(20);
-  }, 60_000);
+  }, 120_000);
 });
 
 /** The keys under `prefix` on one node, asked of that node directly (no cluster or sentinel client). */

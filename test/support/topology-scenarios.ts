@@ -91,7 +91,7 @@ export async function runFailover(
   kill: (f: ForwardingHarness) => Promise<void>,
   /** What an orchestrator does next (restart the dead node), while notifications keep coming. */
   heal: () => Promise<void>,
-  { resumeTarget = 20, deliveryTimeoutMs = 30_000, runTimeoutMs = 40_000 } = {},
+  { resumeTarget = 20, deliveryTimeoutMs = 30_000, runTimeoutMs = 60_000 } = {},
 ): Promise<FailoverResult> {
   const target = await TargetServer.start();
   const f = buildForwarding(platform, [{ name: 'ledger', url: target.url }], env);
