@@ -10,6 +10,7 @@ import { FakePlatform } from './support/platform';
 import { exchange, type Exchange } from './support/raw-http';
 import { mutantArb, serialize, splitInto, type Mutant, type RequestParts } from './support/request-mutations';
 import { TargetServer } from './support/target-server';
+import { createRedisConnector } from '../src/redis/connect';
 
 const RUNS = 2000;
 const CONCURRENCY = 200;
@@ -31,7 +32,7 @@ beforeAll(async () => {
     http: { headersTimeoutMs: 1000, requestTimeoutMs: 1500, keepAliveTimeoutMs: 300 },
     targets: [targetSchema.parse({ name: 'sink', url: target.url, events: ['*'], backoff: { initialMs: 50, maxMs: 200 } })],
   }));
-  workers = startWorkers(live.config, live.pipeline, createLogger('warn', new LogCapture().stream), live.metrics);
+  workers = startWorkers(live.config, live.pipeline, createLogger('warn', new LogCapture().stream), live.metrics, createRedisConnector(live.config));
   const n = platform.signed('payment.result', { query: '?merchant=M1&note=a%20b' });
   base = {
     method: 'POST',
