@@ -28,7 +28,7 @@ async function main(): Promise<void> {
   for (const [message, fields] of keyWarnings) logger.warn(message, fields);
   const metrics = createMetrics();
   logger.info('redis', { topology: redis.target.kind, at: redis.description, keyPrefix: keyPrefix(config.queuePrefix), minReplicasAck: config.redisMinReplicasAck });
-  const service = await startService(config, keys, logger, metrics, redis);
+  const service = await startService(config, keys, logger, metrics, redis, process.env);
 
   let stopping = false;
   const stop = (signal: string) => {
@@ -49,6 +49,13 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  // SIGHUP re-reads CONFIG_FILE in this process; a refused file is a log line and the running configuration stays.
+  process.on('SIGHUP', () => {
+    service.reloader.reload({ principal: 'signal:SIGHUP' }).catch((err: Error) => {
+      const problems = (err as { problems?: string[] }).problems;
+      logger.error('configuration reload refused; the running configuration stays', { error: problems ? undefined : err.message, problems });
+    });
+  });
 }
 
 main().catch((err: Error) => {

@@ -5,6 +5,7 @@ import { startWorkers, type RunningWorkers } from './forwarding/workers';
 import type { Logger } from './logging/logger';
 import type { Metrics } from './monitoring/metrics';
 import { createPipeline, pipelineOptions, type Pipeline } from './pipeline/pipeline';
+import { createReloader, type Reloader } from './operations/reload';
 import { startReceiver, type RunningReceiver } from './receiver';
 import { reportConnectionErrors, type RedisConnector } from './redis/connect';
 
@@ -13,6 +14,8 @@ export interface RunningService {
   receiver?: RunningReceiver;
   workers?: RunningWorkers;
   admin: RunningAdmin;
+  /** Re-reads the configuration in this process: targets take effect, other changes are reported. */
+  reloader: Reloader;
   close(): Promise<void>;
 }
 
@@ -21,18 +24,28 @@ export interface RunningService {
  * has the admin listener. Several receivers and workers on different machines can share one Redis.
  * The queues are opened here, once, and handed to each part.
  */
-export async function startService(config: Config, keys: readonly KeyObject[], logger: Logger, metrics: Metrics, redis: RedisConnector): Promise<RunningService> {
+export async function startService(
+  config: Config,
+  keys: readonly KeyObject[],
+  logger: Logger,
+  metrics: Metrics,
+  redis: RedisConnector,
+  /** The environment the configuration was loaded from, for reloads. */
+  env: Record<string, string | undefined> = {},
+): Promise<RunningService> {
   const connection = redis.open('producer');
   reportConnectionErrors(connection, logger, 'producer');
   const pipeline = createPipeline(connection, pipelineOptions(config));
   const receiver = config.role !== 'worker' ? await startReceiver({ config, keys, logger, metrics, pipeline }) : undefined;
   const workers = config.role !== 'receiver' ? startWorkers(config, pipeline, logger, metrics, redis) : undefined;
-  const admin = await startAdmin(config, pipeline, logger, metrics.registry);
+  const reloader = createReloader({ env, config, pipeline, workers, logger });
+  const admin = await startAdmin(config, pipeline, logger, metrics.registry, reloader);
   return {
     pipeline,
     receiver,
     workers,
     admin,
+    reloader,
     async close() {
       // Stop taking notifications first, then let deliveries finish, then the admin port, then the queues.
       await receiver?.close();

@@ -6,7 +6,9 @@ import type { Logger } from '../logging/logger';
 import type { DeadLetters } from '../operations/dead-letters';
 import type { Quarantine } from '../operations/quarantine';
 import { createRecovery } from '../operations/recovery';
+import type { Reloader } from '../operations/reload';
 import type { Resender } from '../operations/resend';
+import { configRoutes } from './routes/config';
 import type { TargetControl } from '../operations/targets';
 import type { Pipeline } from '../pipeline/pipeline';
 import { createFailureWindow, type FailureWindowOptions } from './auth-failures';
@@ -30,6 +32,8 @@ export interface AdminDeps {
   quarantine: Quarantine;
   targets: TargetControl;
   resender: Resender;
+  /** Re-reads the configuration (`POST /admin/api/config/reload`); absent where nothing can be reloaded. */
+  reloader?: Reloader;
   registry: Registry;
   /** The OpenAPI 3.1 description of this service's notify paths and forwarded events. */
   openapi: Record<string, unknown>;
@@ -78,6 +82,7 @@ export function createAdminApp(deps: AdminDeps): Express {
   api.use('/queues', queueRoutes(deps.pipeline, deps.targets));
   const recovery = createRecovery({ deadLetters: deps.deadLetters, quarantine: deps.quarantine, targets: deps.targets, resender: deps.resender, logger: deps.logger });
   api.use('/events', eventRoutes(deps.pipeline, deps.mask, recovery));
+  api.use('/config', configRoutes(deps.reloader));
   api.use('/dead-letters', deadLetterRoutes(deps.deadLetters, recovery));
   api.use('/quarantine', quarantineRoutes(deps.quarantine, recovery));
   api.use('/targets', targetRoutes(deps.targets, recovery));

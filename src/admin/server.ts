@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import type { Config } from '../config/schema';
 import type { Logger } from '../logging/logger';
+import type { Reloader } from '../operations/reload';
 import type { Pipeline } from '../pipeline/pipeline';
 import { wireAdmin } from './wiring';
 
@@ -15,8 +16,8 @@ export interface RunningAdmin {
 }
 
 /** Starts the admin listener on its own port (ADMIN_PORT), apart from the public notify port. */
-export async function startAdmin(config: Config, pipeline: Pipeline, logger: Logger, registry: Registry): Promise<RunningAdmin> {
-  const app = wireAdmin(config, pipeline, registry, logger);
+export async function startAdmin(config: Config, pipeline: Pipeline, logger: Logger, registry: Registry, reloader?: Reloader): Promise<RunningAdmin> {
+  const app = wireAdmin(config, pipeline, registry, logger, reloader);
   const server = createServer(
     {
       requestTimeout: config.admin.requestTimeoutMs,

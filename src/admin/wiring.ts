@@ -7,6 +7,7 @@ import { registerQueueMetrics } from '../monitoring/queue-metrics';
 import { checkRedisDurability } from '../monitoring/redis-durability';
 import { createDeadLetters } from '../operations/dead-letters';
 import { createQuarantine } from '../operations/quarantine';
+import type { Reloader } from '../operations/reload';
 import { createResender } from '../operations/resend';
 import { createTargetControl } from '../operations/targets';
 import { buildOpenApiDocument } from '../openapi/document';
@@ -14,7 +15,7 @@ import type { Pipeline } from '../pipeline/pipeline';
 import { createAdminApp } from './app';
 
 /** Builds the admin app and its operations over the process's pipeline; the caller listens. */
-export function wireAdmin(config: Config, pipeline: Pipeline, registry: Registry, logger: Logger): Express {
+export function wireAdmin(config: Config, pipeline: Pipeline, registry: Registry, logger: Logger, reloader?: Reloader): Express {
   const redis = pipeline.redis;
   const queueMetrics = registerQueueMetrics(registry, pipeline, redis);
   const checkDurability = () =>
@@ -41,6 +42,7 @@ export function wireAdmin(config: Config, pipeline: Pipeline, registry: Registry
     quarantine: createQuarantine(pipeline),
     targets: createTargetControl(pipeline),
     resender: createResender(pipeline),
+    reloader,
     registry,
     openapi: buildOpenApiDocument({ headerPrefix: config.signatureHeaderPrefix, basePath: config.callbackBasePath }),
     mask: createMasker(config.sensitiveFields),
