@@ -86,6 +86,9 @@ describe('reloading the configuration through the admin API', () => {
     expect(reloaded.body).toEqual({ added: ['b'], removed: [], changed: [], needsRestart: ['bodyLimitBytes'] });
     expect(logs.find((l) => l.audit === true && l.action === 'config.reload')).toMatchObject({ added: ['b'], needsRestart: ['bodyLimitBytes'], principal: 'token' });
 
+    const board = await admin().get('/admin/queues/api/queues').set('authorization', `Bearer ${TOKEN}`).expect(200);
+    expect(board.body.queues.map((q: { name: string }) => q.name)).toContain('deliver.b'); // the dashboard shows it too
+
     const second = await notify(port);
     await b.waitFor(() => received(b, second));
     await a.waitFor(() => received(a, second));

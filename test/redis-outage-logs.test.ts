@@ -62,6 +62,13 @@ it(`when Redis is down for ${OUTAGE_MS / 1000} s, then one service process write
 
   // And it recovers by itself: a notification sent now is delivered.
   const n = platform.signed('payment.result');
-  await waitFor(async () => (await postRaw(`http://127.0.0.1:${service!.port}`, n.target, n.headers, n.body)).status === 200, 20000);
+  let last = '';
+  await waitFor(async () => {
+    const res = await postRaw(`http://127.0.0.1:${service!.port}`, n.target, n.headers, n.body);
+    last = `${res.status} ${res.text}`;
+    return res.status === 200;
+  }, 30000).catch((err: Error) => {
+    throw new Error(`${err.message}; last answer ${last}; log: ${service!.lines.slice(-5).map((l) => JSON.stringify(l)).join('\n')}`);
+  });
   await target.waitFor(() => target.successes().length === 1, 20000);
 }, OUTAGE_MS + 90_000);

@@ -68,13 +68,15 @@ export function createAdminApp(deps: AdminDeps): Express {
   });
   // Bull Board's page uses inline scripts and styles, so it gets a looser CSP than the JSON API.
   const showJobData = dashboardJobData(deps.mask);
+  const dashboard = dashboardRouter(deps.pipeline.allQueues(), { readOnly: deps.readOnlyDashboard, showJobData, mask: deps.mask });
+  deps.reloader?.onApplied(() => dashboard.showQueues(deps.pipeline.allQueues()));
   app.use(
     DASHBOARD_PATH,
     guard,
     sameOriginWrites,
     helmet({ contentSecurityPolicy: false }),
     dashboardWrites({ readOnly: deps.readOnlyDashboard, logger: deps.logger, showJobData }),
-    dashboardRouter(deps.pipeline.allQueues(), { readOnly: deps.readOnlyDashboard, showJobData, mask: deps.mask }),
+    dashboard.router,
   );
 
   const api = express.Router();

@@ -14,16 +14,20 @@ export interface DashboardOptions {
   mask: (value: unknown) => unknown;
 }
 
-/** Bull Board over every queue of the service, every job's data masked as the admin API masks it. */
-export function dashboardRouter(queues: Iterable<Queue>, opts: DashboardOptions): Router {
+/**
+ * Bull Board over every queue of the service, every job's data masked as the admin API masks it.
+ * `showQueues` replaces the list, after a configuration reload added or removed a target.
+ */
+export function dashboardRouter(queues: Iterable<Queue>, opts: DashboardOptions): { router: Router; showQueues(queues: Iterable<Queue>): void } {
   const serverAdapter = new ExpressAdapter();
   serverAdapter.setBasePath(DASHBOARD_PATH);
-  const adapters = [...queues].map((q) => {
-    const adapter = new BullMQAdapter(q, { readOnlyMode: opts.readOnly });
-    adapter.setFormatter('data', opts.showJobData);
-    adapter.setFormatter('returnValue', opts.mask);
-    return adapter;
-  });
-  createBullBoard({ queues: adapters, serverAdapter, options: { uiConfig: { boardTitle: 'Webhook receiver' } } });
-  return serverAdapter.getRouter() as Router;
+  const adapt = (list: Iterable<Queue>) =>
+    [...list].map((q) => {
+      const adapter = new BullMQAdapter(q, { readOnlyMode: opts.readOnly });
+      adapter.setFormatter('data', opts.showJobData);
+      adapter.setFormatter('returnValue', opts.mask);
+      return adapter;
+    });
+  const board = createBullBoard({ queues: adapt(queues), serverAdapter, options: { uiConfig: { boardTitle: 'Webhook receiver' } } });
+  return { router: serverAdapter.getRouter() as Router, showQueues: (list) => board.replaceQueues(adapt(list)) };
 }

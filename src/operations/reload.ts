@@ -44,6 +44,7 @@ export interface ReloaderDeps {
 export function createReloader(deps: ReloaderDeps) {
   let running = deps.config;
   let queue: Promise<unknown> = Promise.resolve();
+  const listeners: (() => void)[] = [];
 
   async function reloadNow(actor: Actor): Promise<ReloadResult> {
     let next: Config;
@@ -67,6 +68,7 @@ export function createReloader(deps: ReloaderDeps) {
     await deps.pipeline.setTargets(next.targets);
     await deps.workers?.applyTargets(next.targets);
     running = { ...running, targets: next.targets };
+    for (const listener of listeners) listener();
     writeAudit(deps.logger, actor, 'config.reload', { ...result });
     deps.logger.info('configuration reloaded', { ...result, targets: next.targets.map((t) => t.name) });
     if (result.needsRestart.length) deps.logger.warn('configuration changes that need a restart were not applied', { settings: result.needsRestart });
@@ -74,6 +76,10 @@ export function createReloader(deps: ReloaderDeps) {
   }
 
   return {
+    /** Called after each applied reload (the dashboard shows the new list of queues). */
+    onApplied(listener: () => void): void {
+      listeners.push(listener);
+    },
     /** One reload at a time: a SIGHUP and an API call arriving together are applied in turn. */
     reload(actor: Actor): Promise<ReloadResult> {
       const next = queue.then(() => reloadNow(actor));
