@@ -59,6 +59,8 @@ async function notify(port: number): Promise<string> {
 }
 
 const received = (t: TargetServer, body: string) => t.requests.some((r) => r.body.toString().includes(body));
+/** Deliveries through a loaded 2-core machine: generous, the condition ends the wait. */
+const DELIVERY_WAIT_MS = 30000;
 
 describe('reloading the configuration through the admin API', () => {
   let service: RunningService;
@@ -79,7 +81,7 @@ describe('reloading the configuration through the admin API', () => {
     const port = service.receiver!.port;
 
     const first = await notify(port);
-    await a.waitFor(() => received(a, first));
+    await a.waitFor(() => received(a, first), DELIVERY_WAIT_MS);
 
     writeConfig(file, { bodyLimitBytes: 4096, targets: [{ name: 'a', url: a.url, events: ['*'] }, { name: 'b', url: b.url, events: ['payment.result'] }] });
     const reloaded = await admin().post('/admin/api/config/reload').set('authorization', `Bearer ${TOKEN}`).expect(200);
@@ -90,8 +92,8 @@ describe('reloading the configuration through the admin API', () => {
     expect(board.body.queues.map((q: { name: string }) => q.name)).toContain('deliver.b'); // the dashboard shows it too
 
     const second = await notify(port);
-    await b.waitFor(() => received(b, second));
-    await a.waitFor(() => received(a, second));
+    await b.waitFor(() => received(b, second), DELIVERY_WAIT_MS);
+    await a.waitFor(() => received(a, second), DELIVERY_WAIT_MS);
     expect(received(b, first)).toBe(false); // fanned out before the reload: not given to b
 
     writeConfig(file, { targets: [{ name: 'Not A Name', url: 'ftp://nowhere', events: ['*'] }] });
@@ -100,14 +102,14 @@ describe('reloading the configuration through the admin API', () => {
     expect(logs.find((l) => l.action === 'config.reload' && l.refused === true)).toBeDefined();
 
     const third = await notify(port);
-    await a.waitFor(() => received(a, third));
-    await b.waitFor(() => received(b, third));
+    await a.waitFor(() => received(a, third), DELIVERY_WAIT_MS);
+    await b.waitFor(() => received(b, third), DELIVERY_WAIT_MS);
 
     writeConfig(file, { targets: [{ name: 'b', url: b.url, events: ['payment.result'] }] });
     const removed = await admin().post('/admin/api/config/reload').set('authorization', `Bearer ${TOKEN}`).expect(200);
     expect(removed.body).toMatchObject({ added: [], removed: ['a'] });
     const fourth = await notify(port);
-    await b.waitFor(() => received(b, fourth));
+    await b.waitFor(() => received(b, fourth), DELIVERY_WAIT_MS);
     await new Promise((r) => setTimeout(r, 300));
     expect(received(a, fourth)).toBe(false);
   });
@@ -131,16 +133,16 @@ describe('reloading with SIGHUP', () => {
 
     writeConfig(file, { targets: [{ name: 'a', url: a.url, events: ['*'] }, { name: 'b', url: b.url, events: ['*'] }] });
     proc.child.kill('SIGHUP');
-    expect(await proc.waitForLog((l) => l.message === 'configuration reloaded')).toMatchObject({ added: ['b'] });
+    expect(await proc.waitForLog((l) => l.message === 'configuration reloaded', 30000)).toMatchObject({ added: ['b'] });
     const first = await notify(proc.port);
-    await b.waitFor(() => received(b, first));
-    await a.waitFor(() => received(a, first));
+    await b.waitFor(() => received(b, first), DELIVERY_WAIT_MS);
+    await a.waitFor(() => received(a, first), DELIVERY_WAIT_MS);
 
     writeConfig(file, { targets: 'not a list' });
     proc.child.kill('SIGHUP');
-    expect(await proc.waitForLog((l) => String(l.message).startsWith('configuration reload refused'))).toMatchObject({ problems: [expect.stringMatching(/^targets/)] });
+    expect(await proc.waitForLog((l) => String(l.message).startsWith('configuration reload refused'), 30000)).toMatchObject({ problems: [expect.stringMatching(/^targets/)] });
     const second = await notify(proc.port);
-    await a.waitFor(() => received(a, second));
-    await b.waitFor(() => received(b, second));
+    await a.waitFor(() => received(a, second), DELIVERY_WAIT_MS);
+    await b.waitFor(() => received(b, second), DELIVERY_WAIT_MS);
   });
 });
