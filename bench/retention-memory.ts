@@ -18,6 +18,7 @@ import { RedisServer } from '../src/devtools/redis-server';
 import { eventDefinition } from '../src/events/table';
 import { createLogger } from '../src/logging/logger';
 import { createMetrics } from '../src/monitoring/metrics';
+import { createRedisConnector } from '../src/redis/connect';
 import { startService } from '../src/service';
 import { generateTestKeyPair } from '../src/signing/keypair';
 import { sampleBody } from '../src/signing/samples';
@@ -50,7 +51,7 @@ async function main(): Promise<void> {
   const keys = generateTestKeyPair();
   const env = { REDIS_URL: redisServer.url, CONFIG_FILE: file, PLATFORM_PUBLIC_KEYS: keys.publicKeyBase64, PORT: '0', ADMIN_PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'error' };
   const config = loadConfig(env);
-  const service = await startService(config, loadPlatformKeys(config.platformPublicKeys), createLogger('error'), createMetrics(), env);
+  const service = await startService(config, loadPlatformKeys(config.platformPublicKeys), createLogger('error'), createMetrics(), createRedisConnector(config), env);
   const port = service.receiver!.port;
 
   const before = await usedMemory(redis);
