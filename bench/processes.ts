@@ -1,5 +1,5 @@
 import { fork, spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { projectRoot } from '../src/config/project-root';
 
@@ -24,6 +24,15 @@ export function forwardingAvailable(): boolean {
   const dir = RUNNING_FROM_TS ? path.join(PROJECT_ROOT, 'src', 'forwarding') : path.join(PROJECT_ROOT, 'dist', 'src', 'forwarding');
   const file = path.join(dir, RUNNING_FROM_TS ? 'workers.ts' : 'workers.js');
   return existsSync(file);
+}
+
+/**
+ * The V8 flags `npm start` gives the service (package.json), so the bench measures the service as it
+ * is started in production; the image's CMD carries the same (test/start-command.test.ts).
+ */
+export function serviceNodeFlags(): string[] {
+  const pkg = JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8')) as { scripts?: { start?: string } };
+  return (pkg.scripts?.start ?? '').split(/\s+/).filter((arg) => arg.startsWith('--'));
 }
 
 function loaderArgs(): string[] {
@@ -68,7 +77,7 @@ export function forkBench(name: string, args: string[], env: Record<string, stri
 }
 
 export function spawnService(env: Record<string, string>, stdio: StdioOptions, nodeArgs: string[] = []): ChildProcess {
-  return track(spawn(process.execPath, [...loaderArgs(), ...nodeArgs, serviceModule()], { cwd: PROJECT_ROOT, env: baseEnv(env), stdio }));
+  return track(spawn(process.execPath, [...loaderArgs(), ...serviceNodeFlags(), ...nodeArgs, serviceModule()], { cwd: PROJECT_ROOT, env: baseEnv(env), stdio }));
 }
 
 export function spawnTracked(command: string, args: string[]): ChildProcess {
