@@ -77,7 +77,9 @@ export function forkBench(name: string, args: string[], env: Record<string, stri
 }
 
 export function spawnService(env: Record<string, string>, stdio: StdioOptions, nodeArgs: string[] = []): ChildProcess {
-  return track(spawn(process.execPath, [...loaderArgs(), ...serviceNodeFlags(), ...nodeArgs, serviceModule()], { cwd: PROJECT_ROOT, env: baseEnv(env), stdio }));
+  // Under jest the service runs through ts-node, whose compiler shares the heap: no production limits there.
+  const limits = RUNNING_FROM_TS ? [] : serviceNodeFlags();
+  return track(spawn(process.execPath, [...loaderArgs(), ...limits, ...nodeArgs, serviceModule()], { cwd: PROJECT_ROOT, env: baseEnv(env), stdio }));
 }
 
 export function spawnTracked(command: string, args: string[]): ChildProcess {
