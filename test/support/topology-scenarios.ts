@@ -160,8 +160,13 @@ export async function runReplicasPaused(
 
     expect(res.status).toBe(503);
     expect(took).toBeLessThan(ENQUEUE_TIMEOUT_MS + 1000);
-    expect(h.logs.find((l) => l.outcome === 'unavailable' && l.reason === 'replicas')).toMatchObject({ error: expect.stringMatching(/only 0 of 1 replicas confirmed/) });
-    expect(await counterValue(h.metrics.replicaShortfalls, { event_type: 'settlement.result' })).toBe(1);
+    // WAIT gives up 250 ms before the overall bound, so the refusal normally names the replicas; on a
+    // busy machine the overall bound can still win that race, which is the same 503 within the bound
+    // (seen once in CI on Node 24). Either way the write was not acknowledged: without WAIT it would be.
+    const refusal = h.logs.find((l) => l.outcome === 'unavailable');
+    const shortfall = refusal?.reason === 'replicas';
+    expect(refusal).toMatchObject({ error: expect.stringMatching(shortfall ? /only 0 of 1 replicas confirmed/ : /did not confirm within/) });
+    expect(await counterValue(h.metrics.replicaShortfalls, { event_type: 'settlement.result' })).toBe(shortfall ? 1 : 0);
 
     for (const r of frozen) r.resume();
     await waitFor200(platform, h, 10_000);
