@@ -20,9 +20,8 @@ export function eventIdFor(eventType: string, merchantId: string | undefined, ra
  * operator can tie a job to the nonce or signature it came with. Whether a request is a replay is
  * decided by the replay binding in the ingest script, not by this id.
  */
-export function jobIdFor(replayKey: string): { jobId: string; replayTag: string } {
-  const replayTag = sha256Hex(replayKey).slice(0, 16);
-  return { jobId: `${replayTag}-${uniqueSuffix()}`, replayTag };
+export function jobIdFor(replayKey: string): string {
+  return `${sha256Hex(replayKey).slice(0, 16)}-${uniqueSuffix()}`;
 }
 
 // Unique across processes (random per process) and within one (a counter): a random draw per

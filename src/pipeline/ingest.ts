@@ -56,7 +56,7 @@ export function createIngest(
   const ingest = defineIngestScript(connection);
 
   async function add<D extends EventJob | QuarantineJob, R>(queue: Queue<D, R, EventType>, data: D, replayKey: string): Promise<EnqueueOutcome> {
-    const { jobId } = jobIdFor(replayKey);
+    const jobId = jobIdFor(replayKey);
     const binding = {
       key: ownKeys.replay(settings.prefix, data.scheme, replayKey),
       value: data.eventType,
