@@ -1,40 +1,44 @@
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { EventType } from '../events/table';
 import { fanoutBackoff } from '../pipeline/job-options';
-import type { EventJob, FanoutResult } from '../pipeline/jobs';
+import type { EventJob } from '../pipeline/jobs';
 import { eventQueueName } from '../pipeline/names';
 import type { Pipeline } from '../pipeline/pipeline';
 import type { WorkerDeps } from './delivery-worker';
-import { subscribes } from './target-schema';
+import type { RoutedFanoutResult } from './fanout-result';
+import { routeEvent } from './routing';
 
 export interface FanoutDeps extends WorkerDeps {
   pipeline: Pipeline;
 }
 
 /**
- * Turns each event of one type into one delivery job per subscribed target. The delivery job id is
- * the event id, so if this step is retried after a partial failure, targets that already have the
- * delivery are not given a second one.
+ * Turns each event of one type into one delivery job per target it is routed to (subscribed, and its
+ * filter matching). The delivery job id is the event id, so if this step is retried after a partial
+ * failure, targets that already have the delivery are not given a second one.
  */
-export function createFanoutWorker(eventType: EventType, deps: FanoutDeps): Worker<EventJob, FanoutResult> {
+export function createFanoutWorker(eventType: EventType, deps: FanoutDeps): Worker<EventJob, RoutedFanoutResult> {
   const { pipeline } = deps;
-  const processor = async (job: Job<EventJob>): Promise<FanoutResult> => {
+  const processor = async (job: Job<EventJob>): Promise<RoutedFanoutResult> => {
     // Read per job, so targets reloaded at run time take effect without a restart.
-    const subscribed = pipeline.targets().filter((t) => subscribes(t, eventType));
+    const { deliver, filtered } = routeEvent(pipeline.targets(), eventType, job.data.payload, job.data.merchantId);
     // The index serves look-ups only: written alongside the deliveries, and its failure never holds them back.
     const indexing = pipeline.indexRequestIds(job.data).catch((err: Error) =>
       deps.logger.repeated('warn', `index:${err.message}`, 'request_id index not written', { eventId: job.data.eventId, error: err.message }),
     );
-    if (subscribed.length === 0) {
+    if (deliver.length === 0 && filtered.length === 0) {
       await indexing;
       deps.metrics.unrouted.labels(eventType).inc();
       deps.logger.warn('event kept: no target subscribes to its type', { eventId: job.data.eventId, eventType });
       throw new UnrecoverableError(`no target subscribes to ${eventType}; the event is kept here, retry it once one does`);
     }
-    await Promise.all([indexing, pipeline.addDeliveries(job.data, subscribed)]);
-    return { targets: subscribed.map((t) => t.name) };
+    await Promise.all([indexing, pipeline.addDeliveries(job.data, deliver)]);
+    // Counted once the deliveries are in, so a retried fan-out does not count a filtered target twice.
+    for (const t of filtered) deps.metrics.filtered.labels(t.name).inc();
+    if (filtered.length) deps.logger.debug('event filtered out for targets', { eventId: job.data.eventId, eventType, targets: filtered.map((t) => t.name) });
+    return { targets: deliver.map((t) => t.name), filtered: filtered.map((t) => t.name) };
   };
-  const worker = new Worker<EventJob, FanoutResult>(eventQueueName(eventType), processor, {
+  const worker = new Worker<EventJob, RoutedFanoutResult>(eventQueueName(eventType), processor, {
     connection: deps.connection,
     prefix: deps.prefix,
     concurrency: 50,

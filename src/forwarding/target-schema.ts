@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { nearest } from '../config/nearest';
 import { EVENT_TYPES } from '../events/table';
+import { filterProblems } from './filter';
 import { isLoopbackUrl, secretKeyBytes } from './target-url';
 
 /** HMAC-SHA256 keys shorter than this can be guessed offline from one signed request. */
@@ -48,6 +49,12 @@ const targetFields = z.object({
   retryStatuses: z.array(z.number().int().min(400).max(499)).default([]),
   /** Allows an `http://` URL to a host other than this machine. @defaultValue false */
   allowInsecure: z.boolean().default(false),
+  /**
+   * Delivers only the events this MongoDB-syntax query (sift) matches, over the platform's body with
+   * `merchantId` (the `X-Merch-Id` header) at the top level, e.g.
+   * `{ "data.currency": { $in: [USD, EUR] }, merchantId: SUB-42 }`. @defaultValue every event of its types
+   */
+  filter: z.record(z.string(), z.unknown(), { error: 'must be a mapping of fields to conditions, e.g. { "data.currency": { $in: [USD, EUR] } }' }).optional(),
 });
 
 /**
@@ -72,6 +79,9 @@ export const targetSchema = targetFields.superRefine((t, ctx) => {
         message: `target "${t.name}": a secret carries ${bytes} bytes; at least ${MIN_SECRET_BYTES} (whsec_ and the Base64 of ${MIN_SECRET_BYTES} or more random bytes)`,
       });
     }
+  }
+  for (const problem of t.filter ? filterProblems(t.filter) : []) {
+    ctx.addIssue({ code: 'custom', path: ['filter'], message: `target "${t.name}": ${problem}` });
   }
 });
 

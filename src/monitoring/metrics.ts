@@ -59,6 +59,12 @@ export function createMetrics(registry = new Registry(), withDefaults = true) {
     labelNames: ['event_type'] as const,
     registers: [registry],
   });
+  const filtered = new Counter({
+    name: 'webhook_filtered_total',
+    help: 'Events of a type a target subscribes to that its filter left out (no delivery to it)',
+    labelNames: ['target'] as const,
+    registers: [registry],
+  });
   const fanoutFailures = new Counter({
     name: 'webhook_fanout_failures_total',
     help: 'Events whose fan-out to delivery queues failed every attempt (kept as failed jobs of their event queue)',
@@ -83,7 +89,7 @@ export function createMetrics(registry = new Registry(), withDefaults = true) {
     enqueueFailures.labels(type).inc(0);
     replicaShortfalls.labels(type).inc(0);
   }
-  return { registry, notifications, portRefusals, clientAborts, ackLatency, enqueueFailures, replicaShortfalls, deliveries, deliveryLatency, deadLetters, unrouted, fanoutFailures };
+  return { registry, notifications, portRefusals, clientAborts, ackLatency, enqueueFailures, replicaShortfalls, deliveries, deliveryLatency, deadLetters, unrouted, filtered, fanoutFailures };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

@@ -1,9 +1,11 @@
+import { filteredTargetsOf } from '../forwarding/fanout-result';
 import type { DeliveryFailure, DeliveryResult } from '../pipeline/jobs';
 import type { Pipeline } from '../pipeline/pipeline';
 import type { DeliveryQueue } from '../pipeline/queues';
 
 export interface DeliveryView {
   target: string;
+  /** The delivery job's BullMQ state, or `filtered`: the target's filter left the event out, so it has no job. */
   state: string;
   attemptsMade: number;
   deliveredAt?: string;
@@ -52,12 +54,21 @@ async function deliveryView(target: string, queue: DeliveryQueue, eventId: strin
   };
 }
 
-/** An event by its id: where it is, its payload (masked), and each target's delivery with every attempt. */
+function filteredView(target: string): DeliveryView {
+  return { target, state: 'filtered', attemptsMade: 0, failedAttempts: [], attempts: [] };
+}
+
+/**
+ * An event by its id: where it is, its payload (masked), and each target's delivery with every
+ * attempt; a target whose filter left the event out is shown as a delivery in state `filtered`.
+ */
 export async function findEvent(pipeline: Pipeline, eventId: string, mask: (p: unknown) => unknown): Promise<EventView | undefined> {
   const found = await pipeline.findEvent(eventId);
   if (!found) return undefined;
   const { queue, job } = found;
-  const deliveries = await Promise.all(pipeline.deliveryQueues().map(([target, queue]) => deliveryView(target, queue, eventId)));
+  const withJobs = (await Promise.all(pipeline.deliveryQueues().map(([target, queue]) => deliveryView(target, queue, eventId)))).filter((d): d is DeliveryView => d !== undefined);
+  // A delivery job wins over the record: a fan-out retried after a reload changed a filter can leave both.
+  const filtered = filteredTargetsOf(job.returnvalue).filter((t) => !withJobs.some((d) => d.target === t)).map(filteredView);
   const data = job.data;
   return {
     eventId,
@@ -70,6 +81,6 @@ export async function findEvent(pipeline: Pipeline, eventId: string, mask: (p: u
     merchantId: data.merchantId,
     payload: 'payload' in data ? mask(data.payload) : undefined,
     errors: 'errors' in data ? data.errors : undefined,
-    deliveries: deliveries.filter((d): d is DeliveryView => d !== undefined),
+    deliveries: [...withJobs, ...filtered],
   };
 }
