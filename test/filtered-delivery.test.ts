@@ -98,6 +98,24 @@ describe('a target with a filter', () => {
     expect(lines.join('\n')).toMatch(/^usd-eur\s+filtered\s+0/m);
     expect(lines.join('\n')).toMatch(/^sub-42\s+completed\s+1/m);
   });
+
+  it('a resend goes to the targets whose filter matches, and reports the others as filtered, even when named', async () => {
+    const res = await request(f.admin).post(`/admin/api/events/${gbpSub42}/resend`).set('authorization', `Bearer ${ADMIN_TEST_TOKEN}`).send({}).expect(200);
+    expect(res.body).toEqual({
+      eventId: gbpSub42,
+      targets: [{ target: 'sub-42', outcome: 'resent' }, { target: 'everything', outcome: 'resent' }, { target: 'usd-eur', outcome: 'filtered' }],
+    });
+    await sub42.waitFor(() => idsAt(sub42).filter((id) => id === gbpSub42).length === 2, 20000);
+
+    const lines: string[] = [];
+    const file = path.join(mkdtempSync(path.join(tmpdir(), 'filter-cli-')), 'config.yaml');
+    writeFileSync(file, stringify({ targets }));
+    const env = { CONFIG_FILE: file, REDIS_URL: f.config.redisUrl, QUEUE_PREFIX: f.config.queuePrefix };
+    expect(await runCli(['event', 'resend', gbpSub42, '--target', 'usd-eur'], { env, out: (l) => lines.push(l), log: new PassThrough() })).toBe(1);
+    expect(lines).toEqual([`filtered     usd-eur/${gbpSub42}`]);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(idsAt(usdEur)).not.toContain(gbpSub42);
+  });
 });
 
 describe('an event every subscribed target filtered out', () => {

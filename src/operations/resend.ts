@@ -1,14 +1,19 @@
+import { routeEvent } from '../forwarding/routing';
 import { subscribes, type Target } from '../forwarding/target-schema';
 import { deliveryJobOptions } from '../pipeline/job-options';
-import { toDeliveryJob, type DeliveryJob } from '../pipeline/jobs';
+import { decodeRawBody, toDeliveryJob, type DeliveryJob } from '../pipeline/jobs';
 import type { Pipeline } from '../pipeline/pipeline';
 import { UnknownTargetError } from './dead-letters';
 
-export type ResendOutcome = 'resent' | 'in_progress';
+/**
+ * `filtered`: the target's filter leaves the event out, so nothing is sent; a resend does not
+ * override it, since a filter may be what keeps one sub-merchant's events from another's system.
+ */
+export type ResendOutcome = 'resent' | 'in_progress' | 'filtered';
 
 export interface ResendResult {
   eventId: string;
-  /** Each target and what happened: a new attempt series, or none because one is under way. */
+  /** Each target and what happened: a new attempt series, none because one is under way, or none because its filter leaves the event out. */
   targets: { target: string; outcome: ResendOutcome }[];
 }
 
@@ -83,10 +88,14 @@ export function createResender(pipeline: Pipeline) {
       if (only !== undefined && !configured.some((t) => t.name === only)) throw new UnknownTargetError(only);
       const { body, known } = await findBody(eventId);
       if (!body) throw known ? new EventBodyGoneError(eventId, pipeline.options.retention.completed.ageSeconds) : new UnknownEventError(eventId);
-      const chosen = only !== undefined ? configured.filter((t) => t.name === only) : configured.filter((t) => subscribes(t, body.eventType));
-      for (const t of chosen) if (!subscribes(t, body.eventType)) throw new NotSubscribedError(t.name, body.eventType);
-      const targets = [];
-      for (const target of chosen) targets.push({ target: target.name, outcome: await resendTo(target, body) });
+      const candidates = only !== undefined ? configured.filter((t) => t.name === only) : configured;
+      for (const t of candidates) if (only !== undefined && !subscribes(t, body.eventType)) throw new NotSubscribedError(t.name, body.eventType);
+      // The body as the fan-out's filters saw it: the schemas keep every field, so the parsed raw body is the payload.
+      const payload: unknown = JSON.parse(decodeRawBody(body).toString('utf8'));
+      const { deliver, filtered } = routeEvent(candidates, body.eventType, payload, body.merchantId);
+      const targets: ResendResult['targets'] = [];
+      for (const target of deliver) targets.push({ target: target.name, outcome: await resendTo(target, body) });
+      for (const target of filtered) targets.push({ target: target.name, outcome: 'filtered' });
       return { eventId, targets };
     },
   };

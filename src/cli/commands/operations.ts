@@ -4,6 +4,7 @@ import { createMasker } from '../../logging/mask';
 import { findEvent } from '../../operations/event-lookup';
 import { createQuarantine } from '../../operations/quarantine';
 import { summariseQueues } from '../../operations/queue-summary';
+import type { ResendOutcome } from '../../operations/resend';
 import { createTargetControl } from '../../operations/targets';
 import { recoveryFor, type OperatorContext } from '../operator-context';
 import { formatTable } from '../table';
@@ -21,6 +22,8 @@ export function queuesCommand({ config, out }: OperatorContext): Promise<number>
   });
 }
 
+const RESEND_LABELS: Record<ResendOutcome, string> = { resent: 'resent     ', in_progress: 'in progress', filtered: 'filtered   ' };
+
 /** `event resend <event id> [--target <name>]`: a new attempt series with the same webhook-id. */
 function resendCommand(ctx: OperatorContext, args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { target: { type: 'string' } } });
@@ -28,9 +31,10 @@ function resendCommand(ctx: OperatorContext, args: string[]): Promise<number> {
   if (!eventId || positionals.length > 1) throw new Error('give one event id: event resend <event id> [--target <name>]');
   return withQueues(ctx.config, async (queues) => {
     const result = await recoveryFor(ctx, queues).resendEvent(ctx.actor, eventId, values.target);
-    for (const t of result.targets) ctx.out(`${t.outcome === 'resent' ? 'resent     ' : 'in progress'}  ${t.target}/${eventId}`);
+    for (const t of result.targets) ctx.out(`${RESEND_LABELS[t.outcome]}  ${t.target}/${eventId}`);
     if (result.targets.length === 0) ctx.out(`${eventId}: no target subscribes to its type`);
-    return result.targets.length > 0 && result.targets.every((t) => t.outcome === 'resent') ? 0 : 1;
+    // A filtered target among several is the filter at work; nothing resent at all is a failure.
+    return result.targets.some((t) => t.outcome === 'resent') && result.targets.every((t) => t.outcome !== 'in_progress') ? 0 : 1;
   });
 }
 
