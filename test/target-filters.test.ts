@@ -1,6 +1,7 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { parse as parseYaml } from 'yaml';
 import { ConfigError } from '../src/config/errors';
 import { loadConfig } from '../src/config/load';
 import { filterProblems } from '../src/forwarding/filter';
@@ -80,9 +81,22 @@ describe('filter validation', () => {
     expect(problems[0]!.startsWith(message)).toBe(true);
   });
 
-  it('the examples of the README are valid', () => {
-    expect(filterProblems({ 'data.currency': { $in: ['USD', 'EUR'] }, merchantId: 'SUB-42' })).toEqual([]);
-    expect(filterProblems({ merchantId: { $in: ['SUB-42', 'SUB-43'] } })).toEqual([]);
+  it('the targets in the README\'s examples load, and route as the README says', () => {
+    const readme = readFileSync(path.join(__dirname, '..', 'README.md'), 'utf8');
+    const blocks = [...readme.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => parseYaml(m[1]!) as { targets?: unknown[] }).filter((b) => JSON.stringify(b?.targets ?? []).includes('filter'));
+    expect(blocks).toHaveLength(3);
+    const [subMerchants, currencies] = blocks.slice(1).map((b) => b.targets!.map((t) => targetSchema.parse(t)));
+    const to = (ts: Target[], payload: unknown, merchantId?: string) => names(routeEvent(ts, 'payment.result', payload, merchantId).deliver);
+    expect(to(subMerchants!, payment('USD'), 'SUB-42')).toEqual(['sub-42-erp']);
+    expect(to(subMerchants!, payment('USD'), 'SUB-7')).toEqual(['other-subs']);
+    expect(to(subMerchants!, payment('USD'))).toEqual(['other-subs']);
+    expect(to(currencies!, payment('GBP'))).toEqual(['eu-ledger']);
+    expect(to(currencies!, payment('USD', { status: 'SUCCESS' }))).toEqual(['us-ledger']);
+    expect(to(currencies!, payment('USD', { status: 'PROCESSING' }))).toEqual([]);
+    expect(to(currencies!, payment('JPY'))).toEqual([]);
+    const deployExample = readFileSync(path.join(__dirname, '..', 'deploy', 'config.yaml'), 'utf8').replace(/^  # (-|  )/gm, '  $1');
+    const deployTargets = (parseYaml(deployExample) as { targets: unknown[] }).targets.map((t) => targetSchema.parse(t));
+    expect(to(deployTargets, payment('EUR'), 'SUB-42')).toEqual(['erp', 'sub-42-eu']);
   });
 });
 
