@@ -3,7 +3,7 @@ import { startAdmin, type RunningAdmin } from './admin/server';
 import type { Config } from './config/schema';
 import { startWorkers, type RunningWorkers } from './forwarding/workers';
 import type { Logger } from './logging/logger';
-import type { Metrics } from './monitoring/metrics';
+import { ingestObserver, type Metrics } from './monitoring/metrics';
 import { createPipeline, pipelineOptions, type Pipeline } from './pipeline/pipeline';
 import { createReloader, type Reloader } from './operations/reload';
 import { startReceiver, type RunningReceiver } from './receiver';
@@ -35,7 +35,7 @@ export async function startService(
 ): Promise<RunningService> {
   const connection = redis.open('producer');
   reportConnectionErrors(connection, logger, 'producer');
-  const pipeline = createPipeline(connection, pipelineOptions(config));
+  const pipeline = createPipeline(connection, pipelineOptions(config), ingestObserver(metrics));
   const receiver = config.role !== 'worker' ? await startReceiver({ config, keys, logger, metrics, pipeline }) : undefined;
   const workers = config.role !== 'receiver' ? startWorkers(config, pipeline, logger, metrics, redis) : undefined;
   const reloader = createReloader({ env, config, pipeline, workers, logger });

@@ -1,6 +1,8 @@
 import request from 'supertest';
 import type { Express } from 'express';
 import { describeDashboardRoute } from '../src/admin/dashboard-writes';
+import { EVENT_TYPES } from '../src/events/table';
+import { sampleBody } from '../src/signing/samples';
 import { wireAdmin } from '../src/admin/wiring';
 import { loadConfig } from '../src/config/load';
 import { createLogger } from '../src/logging/logger';
@@ -35,7 +37,9 @@ const forged = (eventId: string) => ({
 
 beforeAll(async () => {
   erp = await TargetServer.start();
-  f = buildForwarding(platform, [{ name: 'erp', url: erp.url, secret: SECRET }]);
+  // erp takes every type but fx.result, so an fx.result event stays in its event queue (unrouted).
+  const events = EVENT_TYPES.filter((t) => t !== 'fx.result');
+  f = buildForwarding(platform, [{ name: 'erp', url: erp.url, secret: SECRET, events }]);
 });
 afterAll(async () => {
   await f.close();
@@ -145,8 +149,12 @@ describe('the dashboard masks job data as the admin API does', () => {
   it('masks payload and rawBody in the event queue and the delivery queue, in lists and single jobs', async () => {
     await platform.send(f.receiver.app, platform.signed('payment.result', { body })).expect(200);
     await erp.waitFor(() => erp.successes().some((r) => r.body.includes('MASK-1')));
+    // An event no target takes is kept in its event queue, with its parsed payload beside the body.
+    const fx = JSON.parse(sampleBody('fx.result')) as { data: Record<string, unknown> };
+    Object.assign(fx.data, { request_id: 'MASK-1', account_no: '6222029999999999', payer_name: 'Ada Lovelace', amount: '10.00' });
+    await platform.send(f.receiver.app, platform.signed('fx.result', { body: JSON.stringify(fx) })).expect(200);
 
-    const events = await jobsOf('payment.result');
+    const events = await jobsOf('fx.result');
     const event = events.jobs.find((j) => String(j.data.rawBody).includes('MASK-1'))!;
     expect(event.data.payload).toMatchObject({ data: { request_id: 'MASK-1', account_no: '***', payer_name: '***', amount: '10.00' } });
     expect(JSON.parse(String(event.data.rawBody))).toMatchObject({ data: { account_no: '***', payer_name: '***' } });

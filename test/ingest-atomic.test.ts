@@ -1,8 +1,13 @@
-import { Queue, Worker, type Job } from 'bullmq';
+import { Worker, type Job, type JobsOptions, type Queue } from 'bullmq';
+import type { EventType } from '../src/events/table';
+import { targetSchema } from '../src/forwarding/target-schema';
+import { deliveryJobOptions } from '../src/pipeline/job-options';
+import { ownKeys } from '../src/pipeline/names';
+import { openQueue } from '../src/pipeline/queues';
 import { Redis } from 'ioredis';
 import { sampleBody } from '../src/signing/samples';
 import { signLegacy } from '../src/signing/sign';
-import type { EventJob } from '../src/pipeline/jobs';
+import type { DeliveryJob, EventJob } from '../src/pipeline/jobs';
 import { buildHarness, type Harness } from './support/harness';
 import { counterValue } from './support/metric-value';
 import { FakePlatform } from './support/platform';
@@ -123,40 +128,80 @@ describe('the replay binding and the job are stored together', () => {
   });
 });
 
-describe('the job the ingest script writes', () => {
+describe('the jobs the ingest script writes', () => {
   let h: Harness;
   beforeAll(() => {
-    h = buildHarness(ENV);
+    // One target for payment.result; no target takes settlement.result.
+    h = buildHarness(ENV, Date.now, (c) => ({ ...c, targets: [targetSchema.parse({ name: 'erp', url: 'http://127.0.0.1:9/hook', events: ['payment.result'] })] }));
   });
   afterAll(() => h.close());
 
-  it('is the job queue.add writes, byte for byte but for its timestamp, found by getDeduplicationJobId and processed by a Worker', async () => {
-    const n = platform.signed('payment.result');
-    await platform.send(h.app, n).expect(200);
-    const queue = h.pipeline.eventQueue('payment.result');
-    const [job] = (await queue.getJobs(['waiting'])) as Job<EventJob>[];
-    const eventId = job!.data.eventId;
-    expect(await queue.getDeduplicationJobId(eventId)).toBe(job!.id);
-
-    // The same job through queue.add, in a twin queue under another prefix with the same defaults.
+  /** Our job's hash equals the one queue.add writes for the same job, in a twin queue under another prefix. */
+  async function expectSameAsQueueAdd(queue: Queue, job: Job, opts: JobsOptions): Promise<void> {
     const twinPrefix = `${h.config.queuePrefix}twin`;
-    const twin = new Queue('payment.result', { connection: h.redis, prefix: twinPrefix, defaultJobOptions: queue.defaultJobOptions });
-    await twin.add('payment.result', job!.data, { jobId: job!.id, deduplication: { id: eventId, ttl: h.config.dedupWindowMs } });
-    const ours = await h.redis.hgetall(`${h.pipeline.prefix}:payment.result:${job!.id}`);
-    const theirs = await h.redis.hgetall(`${twinPrefix}:payment.result:${job!.id}`);
+    const twin = openQueue(h.redis, twinPrefix, queue.name, queue.defaultJobOptions);
+    await twin.add(job.name as EventType, job.data, { ...opts, jobId: job.id! });
+    const ours = await h.redis.hgetall(`${h.pipeline.prefix}:${queue.name}:${job.id}`);
+    const theirs = await h.redis.hgetall(`${twinPrefix}:${queue.name}:${job.id}`);
     const { timestamp: _a, ...oursRest } = ours;
     const { timestamp: _b, ...theirsRest } = theirs;
     expect(oursRest).toEqual(theirsRest);
     await twin.obliterate({ force: true });
     await twin.close();
+  }
+
+  it('gives a routed event its delivery job, the job queue.add writes byte for byte but for its timestamp, and no event job', async () => {
+    await platform.send(h.app, platform.signed('payment.result')).expect(200);
+    const queue = h.pipeline.deliveryQueue('erp')!;
+    const [job] = (await queue.getJobs(['waiting'])) as Job<DeliveryJob>[];
+    expect(job!.id).toBe(job!.data.eventId);
+    expect(await h.pipeline.eventQueue('payment.result').count()).toBe(0);
+    expect(await h.redis.exists(ownKeys.dedup(h.pipeline.prefix, job!.data.eventId))).toBe(1);
+    await expectSameAsQueueAdd(queue, job!, deliveryJobOptions(job!.data.eventId, h.pipeline.targets()[0]!, h.config.retention));
+  });
+
+  it('keeps an unrouted event as its event job, the job queue.add writes, which a Worker processes', async () => {
+    await platform.send(h.app, platform.signed('settlement.result')).expect(200);
+    const queue = h.pipeline.eventQueue('settlement.result');
+    const [job] = (await queue.getJobs(['waiting'])) as Job<EventJob>[];
+    expect(job!.id).toBe(job!.data.eventId);
+    await expectSameAsQueueAdd(queue, job!, {});
 
     const connection = h.connector.open('worker');
     let worker: Worker<EventJob> | undefined;
     const processed = new Promise<EventJob>((resolve) => {
-      worker = new Worker<EventJob>('payment.result', async (j) => resolve(j.data), { connection, prefix: h.pipeline.prefix });
+      worker = new Worker<EventJob>('settlement.result', async (j) => resolve(j.data), { connection, prefix: h.pipeline.prefix });
     });
     expect(await processed).toEqual(job!.data);
     await worker!.close();
     connection.disconnect();
+  });
+});
+
+describe('an ingest that fails part-way through its adds', () => {
+  let h: Harness;
+  beforeAll(() => {
+    const targets = ['erp', 'crm'].map((name) => targetSchema.parse({ name, url: 'http://127.0.0.1:9/hook', events: ['payment.result'] }));
+    h = buildHarness(ENV, Date.now, (c) => ({ ...c, targets }));
+  });
+  afterAll(() => h.close());
+
+  it('leaves no record or binding, and the platform\'s retry gives each target exactly one delivery job', async () => {
+    const n = platform.signed('payment.result');
+    // The second target's job counter is not a number: its add raises after the first target's add.
+    const counterKey = `${h.pipeline.prefix}:deliver.crm:id`;
+    await h.redis.set(counterKey, 'not-a-number');
+
+    expect((await platform.send(h.app, n)).status).toBe(503);
+    expect(await h.pipeline.deliveryQueue('erp')!.count()).toBe(1);
+    expect(await h.pipeline.deliveryQueue('crm')!.count()).toBe(0);
+    expect(await h.redis.keys(`${h.pipeline.prefix}:replay:*`)).toEqual([]);
+    expect(await h.redis.keys(`${h.pipeline.prefix}:d:*`)).toEqual([]);
+
+    await h.redis.del(counterKey);
+    expect((await platform.send(h.app, n)).status).toBe(200);
+    expect(await h.pipeline.deliveryQueue('erp')!.count()).toBe(1);
+    expect(await h.pipeline.deliveryQueue('crm')!.count()).toBe(1);
+    expect(await counterValue(h.metrics.notifications, { event_type: 'payment.result', outcome: 'accepted' })).toBe(1);
   });
 });

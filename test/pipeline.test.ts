@@ -2,9 +2,9 @@ import { Redis } from 'ioredis';
 import { targetSchema } from '../src/forwarding/target-schema';
 import { eventIdFor } from '../src/pipeline/ids';
 import { FANOUT_ATTEMPTS } from '../src/pipeline/job-options';
-import type { EventJob } from '../src/pipeline/jobs';
+import { toDeliveryJob, type EventJob } from '../src/pipeline/jobs';
 import { createPipeline, pipelineOptions, type Pipeline } from '../src/pipeline/pipeline';
-import { eventIdsForRequest, indexRequestIds, requestIndexBucket } from '../src/pipeline/request-index';
+import { eventIdsForRequest, requestIndexBucket, requestIndexEntries } from '../src/pipeline/request-index';
 import { testConfig } from './support/harness';
 
 const erp = targetSchema.parse({ name: 'erp', url: 'http://127.0.0.1:9/hook', events: ['*'], maxAttempts: 5 });
@@ -41,17 +41,50 @@ function paymentEvent(requestId: string): EventJob<'payment.result'> {
 }
 
 describe('the pipeline', () => {
-  it('when an event is queued, then it is found by its id through BullMQ de-duplication, with the event job options', async () => {
+  it('when an event is queued, then each target that takes it has its delivery job at once, found by the event id', async () => {
+    await pipeline.setTargets([erp, crm]);
     const event = paymentEvent('REQ-1');
     expect(await pipeline.enqueueEvent(event, event.nonce)).toBe('accepted');
     expect(await pipeline.enqueueEvent(event, event.nonce)).toBe('replay');
     expect(await pipeline.enqueueEvent(event, 'another-nonce')).toBe('duplicate');
 
+    for (const target of [erp, crm]) {
+      const queue = pipeline.deliveryQueue(target.name)!;
+      expect(await queue.count()).toBe(1);
+      const job = await queue.getJob(event.eventId);
+      expect(job?.data).toEqual(toDeliveryJob(event, target.name));
+      expect(job?.opts).toMatchObject({ attempts: target.maxAttempts, backoff: { type: 'target' }, removeOnFail: false });
+    }
+    expect(await pipeline.eventQueue('payment.result').count()).toBe(0); // no second job lifecycle
     const found = await pipeline.findEvent(event.eventId);
-    expect(found?.queue.name).toBe('payment.result');
+    expect(found?.kind).toBe('delivery');
+    expect(found?.job.id).toBe(event.eventId);
+    expect(await pipeline.isKnown(event.eventId)).toBe(true);
+    expect(await pipeline.findEvent('evt_unknown')).toBeUndefined();
+    expect(await pipeline.isKnown('evt_unknown')).toBe(false);
+  });
+
+  it('when no target takes an event, then it is kept as its event job, with the event job options, and still de-duplicated', async () => {
+    await pipeline.setTargets([crm]);
+    const event = { ...paymentEvent('REQ-7'), eventType: 'fx.result' } as unknown as EventJob;
+    expect(await pipeline.enqueueEvent(event, event.nonce)).toBe('accepted');
+    expect(await pipeline.enqueueEvent(event, 'another-nonce')).toBe('duplicate');
+
+    const found = await pipeline.findEvent(event.eventId);
+    expect(found?.kind).toBe('event');
+    expect(found?.queue.name).toBe('fx.result');
     expect(found?.job.data).toEqual(event);
     expect(found?.job.opts).toMatchObject({ attempts: FANOUT_ATTEMPTS, backoff: { type: 'fanout' }, removeOnFail: false });
-    expect(await pipeline.findEvent('evt_unknown')).toBeUndefined();
+    expect(await pipeline.deliveryQueue('crm')!.count()).toBe(0);
+  });
+
+  it('when an event was received under the earlier layout (BullMQ de-duplication in its event queue), then it is still a duplicate', async () => {
+    const event = paymentEvent('REQ-8');
+    const queue = pipeline.eventQueue('payment.result');
+    await queue.add('payment.result', event, { jobId: 'before-the-upgrade', deduplication: { id: event.eventId, ttl: 60_000 } });
+    expect(await pipeline.enqueueEvent(event, 'a-new-nonce')).toBe('duplicate');
+    expect(await pipeline.deliveryQueue('erp')!.count()).toBe(0);
+    expect((await pipeline.findEvent(event.eventId))?.job.id).toBe('before-the-upgrade');
   });
 
   it('when deliveries are added twice, then each target has one job whose id is the event id, with its own attempts', async () => {
@@ -66,10 +99,10 @@ describe('the pipeline', () => {
     expect(job?.opts).toMatchObject({ attempts: 5, backoff: { type: 'target' }, removeOnFail: false });
   });
 
-  it('when the request-id index is written, then the event is found by the platform request_id, once however often it is written', async () => {
+  it('when an event is queued, then it is found by the platform request_id, once however often it arrives', async () => {
     const event = paymentEvent('REQ-3');
-    await pipeline.indexRequestIds(event);
-    await pipeline.indexRequestIds(event);
+    await pipeline.enqueueEvent(event, event.nonce);
+    await pipeline.enqueueEvent(event, 'another-nonce');
     expect(await pipeline.eventIdsForRequest('REQ-3')).toEqual([event.eventId]);
     expect(await pipeline.eventIdsForRequest('REQ-none')).toEqual([]);
     const bucket = requestIndexBucket(pipeline.prefix, 'REQ-3', Date.now());
@@ -79,9 +112,9 @@ describe('the pipeline', () => {
 
   it('when two events carry one request_id, then the index gives both; entries of the earlier set form are still read', async () => {
     const first = paymentEvent('REQ-5');
-    const second = { ...first, eventId: 'evt_second', rawBody: `${first.rawBody} ` };
-    await pipeline.indexRequestIds(first);
-    await pipeline.indexRequestIds(second);
+    const second = { ...first, eventId: 'evt_second', nonce: 'nonce-second', rawBody: `${first.rawBody} ` };
+    await pipeline.enqueueEvent(first, first.nonce);
+    await pipeline.enqueueEvent(second, second.nonce);
     await redis.sadd(`${pipeline.prefix}:index:request_id:REQ-5`, 'evt_from_before_the_upgrade');
     expect(await pipeline.eventIdsForRequest('REQ-5')).toEqual([first.eventId, 'evt_from_before_the_upgrade', 'evt_second'].sort());
   });
@@ -90,7 +123,8 @@ describe('the pipeline', () => {
     const day = 86_400_000;
     const event = paymentEvent('REQ-6');
     const indexedAt = Date.now() - 3 * day;
-    await indexRequestIds(redis, pipeline.prefix, event.payload, event.eventId, 7 * day, indexedAt);
+    const { entries } = requestIndexEntries(pipeline.prefix, event.payload, 7 * day, indexedAt)!;
+    for (const { key, requestId } of entries) await redis.hset(key, requestId, event.eventId);
     expect(await eventIdsForRequest(redis, pipeline.prefix, 'REQ-6', 7 * day)).toEqual([event.eventId]);
     expect(await eventIdsForRequest(redis, pipeline.prefix, 'REQ-6', 7 * day, indexedAt + 9 * day)).toEqual([]);
   });

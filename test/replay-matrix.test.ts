@@ -1,5 +1,5 @@
 import { EVENT_TABLE, type EventType } from '../src/events/table';
-import type { EventJob, QuarantineJob } from '../src/pipeline/jobs';
+import type { DeliveryJob, EventJob, QuarantineJob } from '../src/pipeline/jobs';
 import { sampleBody } from '../src/signing/samples';
 import { signLegacy } from '../src/signing/sign';
 import { buildForwarding, waitUntil, type ForwardingHarness } from './support/forwarding-harness';
@@ -123,13 +123,17 @@ describe.each([
     return counts.reduce((a, b) => a + b, 0);
   }
 
+  /** Events queued (distinct event ids, in whichever job holds them: delivery, event or quarantine job). */
   async function eventsCarrying(marker: string): Promise<number> {
-    let found = 0;
-    for (const queue of [...f.pipeline.eventQueues(), f.pipeline.quarantine]) {
+    const found = new Set<string>();
+    for (const queue of f.pipeline.allQueues()) {
       const jobs = await queue.getJobs(['waiting', 'active', 'completed', 'failed', 'delayed']);
-      found += jobs.filter((j) => (j.data as EventJob | QuarantineJob).rawBody.includes(marker)).length;
+      for (const j of jobs) {
+        const data = j.data as EventJob | QuarantineJob | DeliveryJob;
+        if (data.rawBody.includes(marker)) found.add(`${queue.name === 'quarantine' ? 'q' : 'e'}:${data.eventId}`);
+      }
     }
-    return found;
+    return found.size;
   }
 
   // Each row sends its own captured notification, then the resend; rows go one after the other (so

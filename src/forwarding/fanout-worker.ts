@@ -13,26 +13,25 @@ export interface FanoutDeps extends WorkerDeps {
 }
 
 /**
- * Turns each event of one type into one delivery job per target it is routed to (subscribed, and its
- * filter matching). The delivery job id is the event id, so if this step is retried after a partial
- * failure, targets that already have the delivery are not given a second one.
+ * Routes the events that no target took when they were received (the receiver fans out itself, see
+ * pipeline/ingest.ts): kept in their type's queue, they are given one delivery job per target they
+ * are routed to (subscribed, and its filter matching) once an operator retries them after adding a
+ * target; an event that every subscribed target filtered out is completed here with the filtered
+ * targets recorded for the event view; events queued by the earlier layout (an event job for every
+ * notification) are still routed here. The delivery job id is the event id, so a retry after a
+ * partial failure gives no target a second delivery.
  */
 export function createFanoutWorker(eventType: EventType, deps: FanoutDeps): Worker<EventJob, RoutedFanoutResult> {
   const { pipeline } = deps;
   const processor = async (job: Job<EventJob>): Promise<RoutedFanoutResult> => {
     // Read per job, so targets reloaded at run time take effect without a restart.
     const { deliver, filtered } = routeEvent(pipeline.targets(), eventType, job.data.payload, job.data.merchantId);
-    // The index serves look-ups only: written alongside the deliveries, and its failure never holds them back.
-    const indexing = pipeline.indexRequestIds(job.data).catch((err: Error) =>
-      deps.logger.repeated('warn', `index:${err.message}`, 'request_id index not written', { eventId: job.data.eventId, error: err.message }),
-    );
     if (deliver.length === 0 && filtered.length === 0) {
-      await indexing;
       deps.metrics.unrouted.labels(eventType).inc();
       deps.logger.warn('event kept: no target subscribes to its type', { eventId: job.data.eventId, eventType });
       throw new UnrecoverableError(`no target subscribes to ${eventType}; the event is kept here, retry it once one does`);
     }
-    await Promise.all([indexing, pipeline.addDeliveries(job.data, deliver)]);
+    await pipeline.addDeliveries(job.data, deliver);
     // Counted once the deliveries are in, so a retried fan-out does not count a filtered target twice.
     for (const t of filtered) deps.metrics.filtered.labels(t.name).inc();
     if (filtered.length) deps.logger.debug('event filtered out for targets', { eventId: job.data.eventId, eventType, targets: filtered.map((t) => t.name) });

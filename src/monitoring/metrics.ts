@@ -1,5 +1,6 @@
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { EVENT_TYPES } from '../events/table';
+import type { IngestObserver } from '../pipeline/ingest';
 
 export type NotificationOutcome = 'accepted' | 'replay' | 'duplicate' | 'rejected' | 'quarantined' | 'unavailable';
 
@@ -93,3 +94,8 @@ export function createMetrics(registry = new Registry(), withDefaults = true) {
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;
+
+/** What the pipeline reports as it ingests, counted: filtered targets (webhook_filtered_total). */
+export function ingestObserver(metrics: Pick<Metrics, 'filtered'>): IngestObserver {
+  return { filtered: (target) => metrics.filtered.labels(target).inc() };
+}

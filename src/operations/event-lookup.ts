@@ -1,6 +1,8 @@
 import { filteredTargetsOf } from '../forwarding/fanout-result';
 import type { DeliveryFailure, DeliveryResult } from '../pipeline/jobs';
-import type { Pipeline } from '../pipeline/pipeline';
+import { eventDefinition } from '../events/table';
+import type { FoundEvent, Pipeline } from '../pipeline/pipeline';
+import { parsePayload } from '../receiving/parse-payload';
 import type { DeliveryQueue } from '../pipeline/queues';
 
 export interface DeliveryView {
@@ -59,8 +61,31 @@ function filteredView(target: string): DeliveryView {
 }
 
 /**
+ * The payload of a routed event: its delivery jobs carry the body as received, which passed its
+ * schema at receipt (the event job that held the parsed payload is not written for routed events).
+ */
+function payloadOf(found: FoundEvent): unknown {
+  const data = found.job.data;
+  if ('payload' in data) return data.payload;
+  if (found.kind !== 'delivery' || data.rawBodyEncoding !== 'utf8') return undefined;
+  const parsed = parsePayload(eventDefinition(data.eventType), data.rawBody);
+  return parsed.ok ? parsed.payload : undefined;
+}
+
+/**
+ * The targets whose filter left the event out: recorded on each delivery job when the receiver fanned
+ * out, or in the fan-out step's return value when the fan-out worker did (no subscribed target took it).
+ */
+function filteredTargets(found: FoundEvent): string[] {
+  if (found.kind === 'delivery') return found.job.data.filtered ?? [];
+  return filteredTargetsOf(found.job.returnvalue);
+}
+
+/**
  * An event by its id: where it is, its payload (masked), and each target's delivery with every
- * attempt; a target whose filter left the event out is shown as a delivery in state `filtered`.
+ * attempt; a target whose filter left the event out is shown as a delivery in state `filtered`. A
+ * routed event is held by its delivery jobs (state `routed`, `queue` the first target's); an unrouted
+ * one by its event job, a quarantined one by its quarantine job (their job's state).
  */
 export async function findEvent(pipeline: Pipeline, eventId: string, mask: (p: unknown) => unknown): Promise<EventView | undefined> {
   const found = await pipeline.findEvent(eventId);
@@ -68,18 +93,19 @@ export async function findEvent(pipeline: Pipeline, eventId: string, mask: (p: u
   const { queue, job } = found;
   const withJobs = (await Promise.all(pipeline.deliveryQueues().map(([target, queue]) => deliveryView(target, queue, eventId)))).filter((d): d is DeliveryView => d !== undefined);
   // A delivery job wins over the record: a fan-out retried after a reload changed a filter can leave both.
-  const filtered = filteredTargetsOf(job.returnvalue).filter((t) => !withJobs.some((d) => d.target === t)).map(filteredView);
+  const filtered = filteredTargets(found).filter((t) => !withJobs.some((d) => d.target === t)).map(filteredView);
   const data = job.data;
+  const payload = payloadOf(found);
   return {
     eventId,
     queue: queue.name,
     jobId: job.id ?? '',
-    state: await job.getState(),
+    state: found.kind === 'delivery' ? 'routed' : await job.getState(),
     eventType: data.eventType,
     receivedAt: data.receivedAt,
     path: data.path,
     merchantId: data.merchantId,
-    payload: 'payload' in data ? mask(data.payload) : undefined,
+    payload: payload === undefined ? undefined : mask(payload),
     errors: 'errors' in data ? data.errors : undefined,
     deliveries: [...withJobs, ...filtered],
   };

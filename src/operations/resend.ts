@@ -58,14 +58,17 @@ export function createResender(pipeline: Pipeline) {
   async function findBody(eventId: string): Promise<{ body?: Omit<DeliveryJob, 'target' | 'lastFailure'>; known: boolean }> {
     for (const [, queue] of pipeline.deliveryQueues()) {
       const job = await queue.getJob(eventId);
-      if (job) return { body: job.data, known: true };
+      // Another target's delivery: its target and its dead letter's lastFailure are not the event's.
+      if (job) {
+        const { target: _target, lastFailure: _lastFailure, ...body } = job.data;
+        return { body, known: true };
+      }
     }
     const found = await pipeline.findEvent(eventId);
-    if (found && 'payload' in found.job.data) return { body: toDeliveryJob(found.job.data, ''), known: true };
+    if (found?.kind === 'event') return { body: toDeliveryJob(found.job.data, ''), known: true };
     if (found) return { known: true };
-    // Past the retention the jobs are gone, but BullMQ's de-duplication record still knows the id.
-    for (const queue of pipeline.eventQueues()) if (await queue.getDeduplicationJobId(eventId)) return { known: true };
-    return { known: false };
+    // Past the retention the jobs are gone, but the de-duplication record still knows the id.
+    return { known: await pipeline.isKnown(eventId) };
   }
 
   async function resendTo(target: Target, body: Omit<DeliveryJob, 'target' | 'lastFailure'>): Promise<ResendOutcome> {

@@ -12,17 +12,26 @@ declare module 'ioredis' {
 }
 
 /**
- * One script call decides and stores a notification: the replay check, the binding of its replay
- * key, BullMQ's de-duplication and the add. BullMQ's own add script (the exact one `queue.add`
- * runs, shipped resolved in the package) is embedded as a local function, so the job it writes is
- * a normal BullMQ job byte for byte. The binding is written last: a script that fails part-way
- * stops before it, so a replay key is never remembered without the job (or the earlier event) that
- * answers for it.
+ * One script call decides and stores a notification: the replay check, de-duplication, every job
+ * the notification needs (one delivery job per target that takes it, or the event job when none
+ * does, or the quarantine job), the request-id index and the binding of its replay key. BullMQ's own
+ * add script (the exact one `queue.add` runs, shipped resolved in the package) is embedded as a local
+ * function and called once per job, so each job it writes is a normal BullMQ job byte for byte. The
+ * de-duplication record and the binding are written last: a script that fails part-way stops before
+ * them, so neither is ever remembered without the jobs that answer for it, and a retried add finds
+ * the jobs already there (their ids derive from the event id) instead of doubling them.
  *
- * KEYS[1] the replay key; KEYS[2..] addStandardJob's keys.
+ * KEYS[1] the replay key; KEYS[2] our de-duplication record and KEYS[3] the record the earlier layout
+ * left (BullMQ's, in the event type's queue, until its window ends), both the replay key again when
+ * BullMQ's own de-duplication (in the add's options) decides; then the request-index buckets; then
+ * each add's keys.
  * ARGV[1] what the replay key is bound to (the event type); ARGV[2] the binding's TTL in ms;
  * ARGV[3] '1' when a key bound to another value is refused (legacy) rather than a replay;
- * ARGV[4..] addStandardJob's arguments.
+ * ARGV[4] '1' when KEYS[2] and KEYS[3] are ours to check (and KEYS[2] to write); ARGV[5] the record's
+ * TTL in ms; ARGV[6] the event id (the index's value); ARGV[7] when the index buckets expire (ms since
+ * 1970); ARGV[8] the number of buckets; ARGV[9] the number of adds; ARGV[10] the number of keys of an
+ * add; ARGV[11..10 + buckets] the request id of each bucket; ARGV[11 + buckets] the number of
+ * arguments of an add; then each add's arguments (all adds have the same shape).
  */
 const INGEST_LUA = `
 local function bullAdd(KEYS, ARGV)
@@ -33,14 +42,46 @@ if bound then
   if ARGV[3] == '1' and bound ~= ARGV[1] then return {'signature_reused'} end
   return {'replay'}
 end
-local jobId = bullAdd({unpack(KEYS, 2)}, {unpack(ARGV, 4)})
-if type(jobId) == 'number' then return {'error', tostring(jobId)} end
+local own = ARGV[4] == '1'
+if own and redis.call('EXISTS', KEYS[2], KEYS[3]) > 0 then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return {'duplicate'}
+end
+local buckets = tonumber(ARGV[8])
+local adds = tonumber(ARGV[9])
+local nkeys = tonumber(ARGV[10])
+local nargs = tonumber(ARGV[11 + buckets])
+local k = 4 + buckets
+local a = 12 + buckets
+local first
+for i = 1, adds do
+  local jobId = bullAdd({unpack(KEYS, k, k + nkeys - 1)}, {unpack(ARGV, a, a + nargs - 1)})
+  if type(jobId) == 'number' then return {'error', tostring(jobId)} end
+  first = first or jobId
+  k = k + nkeys
+  a = a + nargs
+end
+if own then redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[5]) end
+for i = 1, buckets do
+  local key = KEYS[3 + i]
+  local field = ARGV[10 + i]
+  local ids = redis.call('HGET', key, field)
+  if not ids then
+    redis.call('HSET', key, field, ARGV[6])
+  elseif not string.find(',' .. ids .. ',', ',' .. ARGV[6] .. ',', 1, true) then
+    redis.call('HSET', key, field, ids .. ',' .. ARGV[6])
+  end
+  redis.call('PEXPIREAT', key, ARGV[7])
+end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-return {'added', jobId}
+return {'added', first or ''}
 `;
 
-/** `added`: the job now standing for the event, ours or (a duplicate) an earlier request's. */
-export type IngestDecision = { kind: 'added'; jobId: string } | { kind: 'replay' } | { kind: 'signature_reused' };
+/**
+ * `added`: the jobs are stored (jobId: the first one's, or with BullMQ's de-duplication the job
+ * already standing for the event); `duplicate`: our de-duplication record knows the event.
+ */
+export type IngestDecision = { kind: 'added'; jobId: string } | { kind: 'duplicate' } | { kind: 'replay' } | { kind: 'signature_reused' };
 
 /** Replicas that must hold the write before it counts (REDIS_MIN_REPLICAS_ACK), and how long WAIT may block. */
 export interface ReplicaConfirmation {
@@ -66,22 +107,35 @@ export interface JobToAdd<D, N extends string> {
   opts: JobsOptions & { jobId: string };
 }
 
-export type IngestScript = <D, R, N extends string>(
-  queue: Queue<D, R, N>,
-  job: JobToAdd<D, N>,
-  binding: ReplayBinding,
-  confirm?: ReplicaConfirmation,
-) => Promise<IngestDecision & { replicas?: number }>;
+/** One job for one queue; the script adds them in order. */
+export interface AddTo {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a queue of any job type
+  queue: Queue<any, any, string>;
+  job: JobToAdd<unknown, string>;
+}
+
+/** Everything one notification writes. */
+export interface Ingestion {
+  /** At least one. */
+  adds: AddTo[];
+  binding: ReplayBinding;
+  /**
+   * Our de-duplication record of the event, and the earlier layout's record that also counts (absent
+   * when an add's own BullMQ de-duplication decides).
+   */
+  dedup?: { key: string; earlierKey: string; ttlMs: number };
+  eventId: string;
+  /** Request-index buckets (request id -> event ids) to add the event id to, and when they expire. */
+  index?: { expiresAtMs: number; entries: { key: string; requestId: string }[] };
+}
+
+export type IngestScript = (ingestion: Ingestion, confirm?: ReplicaConfirmation) => Promise<IngestDecision & { replicas?: number }>;
 
 /** Loads the ingest script on the connection (EVALSHA, loaded once) and returns its runner. */
 export function defineIngestScript(connection: RedisClient): IngestScript {
   connection.defineCommand('webhookIngest', { lua: INGEST_LUA });
-  return async (queue, job, binding, confirm) => {
-    const add = await recordAdd(queue, job);
-    const keys = add.slice(0, addStandardJob.keys);
-    const argv = add.slice(addStandardJob.keys);
-    const exclusive = binding.exclusive ? '1' : '0';
-    const args = [1 + keys.length, binding.key, ...keys, binding.value, String(binding.ttlMs), exclusive, ...argv] as const;
+  return async (ingestion, confirm) => {
+    const args = await scriptArgs(ingestion);
     let reply: string[];
     let replicas: number | undefined;
     if (!confirm) {
@@ -102,9 +156,36 @@ export function defineIngestScript(connection: RedisClient): IngestScript {
     }
     const [kind, detail] = reply;
     if (kind === 'added' && detail) return { kind, jobId: detail, replicas };
-    if (kind === 'replay' || kind === 'signature_reused') return { kind, replicas };
+    if (kind === 'replay' || kind === 'signature_reused' || kind === 'duplicate') return { kind, replicas };
     throw new Error(`the add was refused (BullMQ code ${detail ?? 'none'})`);
   };
+}
+
+/** The script's keys and arguments, laid out as INGEST_LUA reads them. */
+async function scriptArgs({ adds, binding, dedup, eventId, index }: Ingestion): Promise<(string | Buffer | number)[]> {
+  if (adds.length === 0) throw new Error('an ingestion adds at least one job');
+  const recorded = await Promise.all(adds.map(({ queue, job }) => recordAdd(queue, job)));
+  const nkeys = addStandardJob.keys;
+  const nargs = recorded[0]!.length - nkeys;
+  if (recorded.some((r) => r.length !== nkeys + nargs)) throw new Error('BullMQ recorded adds of different shapes for one notification');
+  const entries = index?.entries ?? [];
+  const keys = [binding.key, dedup?.key ?? binding.key, dedup?.earlierKey ?? binding.key, ...entries.map((e) => e.key), ...recorded.flatMap((r) => r.slice(0, nkeys))];
+  const argv = [
+    binding.value,
+    String(binding.ttlMs),
+    binding.exclusive ? '1' : '0',
+    dedup ? '1' : '0',
+    String(dedup?.ttlMs ?? 0),
+    eventId,
+    String(index?.expiresAtMs ?? 0),
+    String(entries.length),
+    String(adds.length),
+    String(nkeys),
+    ...entries.map((e) => e.requestId),
+    String(nargs),
+    ...recorded.flatMap((r) => r.slice(nkeys)),
+  ];
+  return [keys.length, ...keys, ...argv];
 }
 
 /**

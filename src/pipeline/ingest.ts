@@ -1,12 +1,15 @@
-import type { Queue } from 'bullmq';
 import type { RedisClient } from '../redis/connect';
 import type { EventType } from '../events/table';
+import { routeEvent } from '../forwarding/routing';
+import type { Target } from '../forwarding/target-schema';
 import { EnqueueUnavailableError } from './errors';
 import { jobIdFor } from './ids';
-import { defineIngestScript, type ReplicaConfirmation } from './ingest-script';
-import type { EventJob, QuarantineJob } from './jobs';
+import { defineIngestScript, type AddTo, type Ingestion, type ReplicaConfirmation } from './ingest-script';
+import { deliveryJobOptions, type Retention } from './job-options';
+import { toDeliveryJob, type EventJob, type QuarantineJob } from './jobs';
 import { ownKeys } from './names';
-import type { EventQueue, QuarantineQueue } from './queues';
+import type { DeliveryQueue, EventQueue, QuarantineQueue } from './queues';
+import { requestIndexEntries } from './request-index';
 import { withTimeout } from './with-timeout';
 
 /**
@@ -34,30 +37,66 @@ export interface IngestSettings {
    * timeout is a 503. @defaultValue 0
    */
   minReplicasAck: number;
+  retention: Retention;
 }
 
 export interface Ingest {
-  /** One Redis script call: replay check and binding, de-duplication and the add (see ingest-script.ts). */
+  /**
+   * One Redis script call (see ingest-script.ts): replay check and binding, de-duplication, one
+   * delivery job per target that takes the event (or, when none does, the event job, kept for an
+   * operator), and the request-id index.
+   */
   enqueueEvent(job: EventJob, replayKey: string): Promise<EnqueueOutcome>;
   enqueueQuarantine(job: QuarantineJob, replayKey: string): Promise<EnqueueOutcome>;
 }
 
+export interface IngestQueues {
+  event(type: EventType): EventQueue;
+  quarantine: QuarantineQueue;
+  /** The target's delivery queue; undefined for a target that is not (or no longer) configured. */
+  delivery(target: string): DeliveryQueue | undefined;
+  /** The current targets (a reload changes them). */
+  targets(): readonly Target[];
+}
+
+/** What the pipeline reports as it ingests (the entry point counts it in the metrics). */
+export interface IngestObserver {
+  /** An accepted event that this target's filter left out. */
+  filtered?(target: string): void;
+}
+
 /**
  * The producer side. Each notification is one Redis script call that checks and binds its replay
- * key, de-duplicates (by event id) and stores the job, so there is never a recognised-but-unqueued
- * notification and no window between the replay decision and the add; every call is bounded by
- * `enqueueTimeoutMs` and fails with EnqueueUnavailableError, so nothing is acknowledged unstored.
+ * key, de-duplicates (by event id) and stores every job it needs, so there is never a
+ * recognised-but-unqueued notification, no window between the replay decision and the adds, and no
+ * second job lifecycle between receipt and delivery: the receiver fans out itself. Every call is
+ * bounded by `enqueueTimeoutMs` and fails with EnqueueUnavailableError, so nothing is acknowledged
+ * unstored.
  */
-export function createIngest(
-  connection: RedisClient,
-  settings: IngestSettings,
-  queues: { event(type: EventType): EventQueue; quarantine: QuarantineQueue },
-): Ingest {
+export function createIngest(connection: RedisClient, settings: IngestSettings, queues: IngestQueues, observer: IngestObserver = {}): Ingest {
   const ingest = defineIngestScript(connection);
 
-  async function add<D extends EventJob | QuarantineJob, R>(queue: Queue<D, R, EventType>, data: D, replayKey: string): Promise<EnqueueOutcome> {
-    const jobId = jobIdFor(replayKey);
-    const binding = {
+  /**
+   * One delivery job per target the event is routed to (each recording the targets that filtered it
+   * out, for the event view); the event job itself when none takes it, for the fan-out worker, which
+   * records the filtered ones or keeps an event nobody subscribes to.
+   */
+  function addsFor(event: EventJob): { adds: AddTo[]; filtered: string[] } {
+    const routing = routeEvent(queues.targets(), event.eventType, event.payload, event.merchantId);
+    const filtered = routing.filtered.map((t) => t.name);
+    const adds: AddTo[] = [];
+    for (const target of routing.deliver) {
+      const queue = queues.delivery(target.name);
+      if (!queue) continue;
+      const opts = deliveryJobOptions(event.eventId, target, settings.retention);
+      adds.push({ queue, job: { name: event.eventType, data: toDeliveryJob(event, target.name, filtered), opts } });
+    }
+    if (adds.length > 0) return { adds, filtered };
+    return { adds: [{ queue: queues.event(event.eventType), job: { name: event.eventType, data: event, opts: { jobId: event.eventId } } }], filtered: [] };
+  }
+
+  function bindingOf(data: EventJob | QuarantineJob, replayKey: string): Ingestion['binding'] {
+    return {
       key: ownKeys.replay(settings.prefix, data.scheme, replayKey),
       value: data.eventType,
       ttlMs: settings.replayTtlMs,
@@ -65,12 +104,44 @@ export function createIngest(
       // paths, so it serves the first event type it arrived for only.
       exclusive: data.scheme === 'legacy',
     };
-    const job = { name: data.eventType, data, opts: { jobId, deduplication: { id: data.eventId, ttl: settings.dedupWindowMs } } };
+  }
+
+  async function run(ingestion: Ingestion, waitUntilReady: () => Promise<unknown>) {
     // As queue.add does: wait for the queue's start-up only; afterwards a command while Redis is
     // down fails at once (no offline queue) instead of waiting, holding the body, to run late.
     const deadline = Date.now() + settings.enqueueTimeoutMs;
-    const decision = await bounded(queue.waitUntilReady().then(() => ingest(queue, job, binding, confirmation(deadline))));
+    const decision = await bounded(waitUntilReady().then(() => ingest(ingestion, confirmation(deadline))));
     if (decision.kind !== 'signature_reused') confirmReplicated(decision.replicas);
+    return decision;
+  }
+
+  async function enqueueEvent(event: EventJob, replayKey: string): Promise<EnqueueOutcome> {
+    const eventQueue = queues.event(event.eventType);
+    const { adds, filtered } = addsFor(event);
+    const ingestion: Ingestion = {
+      adds,
+      binding: bindingOf(event, replayKey),
+      dedup: {
+        key: ownKeys.dedup(settings.prefix, event.eventId),
+        earlierKey: `${eventQueue.keys.de}:${event.eventId}`,
+        ttlMs: settings.dedupWindowMs,
+      },
+      eventId: event.eventId,
+      index: requestIndexEntries(settings.prefix, event.payload, settings.dedupWindowMs),
+    };
+    const decision = await run(ingestion, () => eventQueue.waitUntilReady());
+    if (decision.kind !== 'added') return decision.kind;
+    if (observer.filtered) for (const target of filtered) observer.filtered(target);
+    return 'accepted';
+  }
+
+  async function enqueueQuarantine(data: QuarantineJob, replayKey: string): Promise<EnqueueOutcome> {
+    const jobId = jobIdFor(replayKey);
+    // BullMQ's de-duplication in the quarantine queue decides: a quarantined notification keeps its
+    // event id, and replaying it into delivery must not find it already known.
+    const job = { name: data.eventType, data, opts: { jobId, deduplication: { id: data.eventId, ttl: settings.dedupWindowMs } } };
+    const ingestion: Ingestion = { adds: [{ queue: queues.quarantine, job }], binding: bindingOf(data, replayKey), eventId: data.eventId };
+    const decision = await run(ingestion, () => queues.quarantine.waitUntilReady());
     if (decision.kind !== 'added') return decision.kind;
     return decision.jobId === jobId ? 'accepted' : 'duplicate';
   }
@@ -100,8 +171,5 @@ export function createIngest(
     });
   }
 
-  return {
-    enqueueEvent: (job, replayKey) => add(queues.event(job.eventType), job, replayKey),
-    enqueueQuarantine: (job, replayKey) => add(queues.quarantine, job, replayKey),
-  };
+  return { enqueueEvent, enqueueQuarantine };
 }

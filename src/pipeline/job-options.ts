@@ -29,7 +29,7 @@ export function eventJobOptions(retention: Retention): JobsOptions {
  * delivery; the target's own attempts and backoff ({@link deliveryBackoff}); dead letters (failed
  * jobs) stay until an operator replays or removes them.
  */
-export function deliveryJobOptions(eventId: string, target: Target, retention: Retention): JobsOptions {
+export function deliveryJobOptions(eventId: string, target: Target, retention: Retention): JobsOptions & { jobId: string } {
   return {
     jobId: eventId,
     attempts: target.maxAttempts,

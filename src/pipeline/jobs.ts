@@ -50,6 +50,8 @@ export type DeliveryJob = Pick<
   'eventId' | 'eventType' | 'receivedAt' | 'path' | 'rawBody' | 'rawBodyEncoding' | 'contentType' | 'signatureHeaders' | 'merchantId'
 > & {
   target: string;
+  /** The subscribed targets whose filter left this event out (for the event view), when there were any. */
+  filtered?: string[];
   /** Set when the delivery is dead-lettered: what the last attempt saw. */
   lastFailure?: DeliveryFailure;
 };
@@ -119,9 +121,11 @@ export function buildEventJob<E extends EventType>(r: VerifiedRequest<E>, payloa
   return { ...receivedNotification(r), payload } as EventJob<E>;
 }
 
-export function toDeliveryJob(event: EventJob, target: string): DeliveryJob {
+export function toDeliveryJob(event: EventJob, target: string, filtered: readonly string[] = []): DeliveryJob {
   const { eventId, eventType, receivedAt, path, rawBody, rawBodyEncoding, contentType, signatureHeaders, merchantId } = event;
-  return { eventId, eventType, receivedAt, path, rawBody, rawBodyEncoding, contentType, signatureHeaders, merchantId, target };
+  const job: DeliveryJob = { eventId, eventType, receivedAt, path, rawBody, rawBodyEncoding, contentType, signatureHeaders, merchantId, target };
+  if (filtered.length > 0) job.filtered = [...filtered];
+  return job;
 }
 
 export function decodeRawBody(job: Pick<ReceivedNotification, 'rawBody' | 'rawBodyEncoding'>): Buffer {

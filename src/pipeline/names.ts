@@ -39,6 +39,12 @@ export const ownKeys = {
    * through another connection); this write puts every earlier write of the master behind it.
    */
   replicaMarker: (prefix: string) => `${prefix}:replica-ack`,
+  /**
+   * The de-duplication record of a received event (its value: the event type), kept for the
+   * de-duplication window after its jobs are gone. Short on purpose: it is the one key every event
+   * leaves for the whole window.
+   */
+  dedup: (prefix: string, eventId: string) => `${prefix}:d:${eventId}`,
   /** One bucket of the request-id index (request id -> event ids): a day (UTC, days since 1970) and a shard. */
   requestIndex: (prefix: string, day: number, shard: number) => `${prefix}:r:${day}:${shard}`,
   /** The index's earlier form (a set), still read until the last of its entries expires. */

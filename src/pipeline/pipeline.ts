@@ -3,11 +3,11 @@ import type { RedisClient } from '../redis/connect';
 import type { Config } from '../config/schema';
 import type { EventType } from '../events/table';
 import type { Target } from '../forwarding/target-schema';
-import { createIngest, type Ingest } from './ingest';
+import { createIngest, type Ingest, type IngestObserver } from './ingest';
 import { deliveryJobOptions, eventJobOptions, type Retention } from './job-options';
-import { toDeliveryJob, type EventJob, type QuarantineJob } from './jobs';
-import { keyPrefix } from './names';
-import { eventIdsForRequest, indexRequestIds } from './request-index';
+import { toDeliveryJob, type DeliveryJob, type EventJob, type QuarantineJob } from './jobs';
+import { keyPrefix, ownKeys } from './names';
+import { eventIdsForRequest } from './request-index';
 import { openDeliveryQueue, openEventQueues, openQuarantineQueue, type DeliveryQueue, type EventQueue, type QuarantineQueue } from './queues';
 
 export interface PipelineOptions {
@@ -38,10 +38,14 @@ export function pipelineOptions(config: Config): PipelineOptions {
   };
 }
 
-/** An event found by its id: the queue it is in (its type's, or quarantine) and its job. */
+/**
+ * An event found by its id: a job that holds it. One of its delivery jobs (a routed event has no job
+ * of its own), its event job (no target took it), or its quarantine job.
+ */
 export type FoundEvent =
-  | { queue: EventQueue; job: Job<EventJob, unknown, EventType> }
-  | { queue: QuarantineQueue; job: Job<QuarantineJob, unknown, EventType> };
+  | { kind: 'delivery'; queue: DeliveryQueue; job: Job<DeliveryJob, unknown, EventType> }
+  | { kind: 'event'; queue: EventQueue; job: Job<EventJob, unknown, EventType> }
+  | { kind: 'quarantine'; queue: QuarantineQueue; job: Job<QuarantineJob, unknown, EventType> };
 
 /**
  * Every queue of the service, the job options that go with them and the look-ups over them, on one
@@ -71,16 +75,16 @@ export interface Pipeline extends Ingest {
    * fan-out never gives a target a second one.
    */
   addDeliveries(event: EventJob, targets: readonly Target[]): Promise<void>;
-  /** Remembers the event under its payload's `request_id`(s) for the de-duplication window. */
-  indexRequestIds(event: EventJob): Promise<void>;
-  /** The event by its id, through BullMQ's de-duplication record (within the window). */
+  /** A job holding the event (a delivery job first), while the retention settings keep one. */
   findEvent(eventId: string): Promise<FoundEvent | undefined>;
+  /** Whether the event was received within the de-duplication window, even if no job holds it any more. */
+  isKnown(eventId: string): Promise<boolean>;
   eventIdsForRequest(requestId: string): Promise<string[]>;
   /** Closes the queues; the connection is the caller's. */
   close(): Promise<void>;
 }
 
-export function createPipeline(connection: RedisClient, options: PipelineOptions): Pipeline {
+export function createPipeline(connection: RedisClient, options: PipelineOptions, observer: IngestObserver = {}): Pipeline {
   const { prefix } = options;
   const eventOptions = eventJobOptions(options.retention);
   const events = openEventQueues(connection, prefix, eventOptions);
@@ -93,7 +97,12 @@ export function createPipeline(connection: RedisClient, options: PipelineOptions
     if (!queue) throw new Error(`no queue for event type ${type}`);
     return queue;
   };
-  const ingest = createIngest(connection, options, { event: eventQueue, quarantine });
+  const ingest = createIngest(connection, options, {
+    event: eventQueue,
+    quarantine,
+    delivery: (target) => deliveries.get(target),
+    targets: () => targets,
+  }, observer);
 
   /** Opens queues for new targets at once; returns the queues of removed ones, for the caller to close. */
   function applyTargets(next: readonly Target[]): DeliveryQueue[] {
@@ -130,14 +139,23 @@ export function createPipeline(connection: RedisClient, options: PipelineOptions
         }),
       );
     },
-    indexRequestIds: (event) => indexRequestIds(connection, prefix, event.payload, event.eventId, options.dedupWindowMs),
     async findEvent(eventId) {
+      for (const queue of deliveries.values()) {
+        const job = await queue.getJob(eventId);
+        if (job) return { kind: 'delivery', queue, job };
+      }
       for (const queue of events.values()) {
-        const job = await jobByDeduplicationId(queue, eventId);
-        if (job) return { queue, job };
+        // Unrouted events have the event id as job id; the earlier layout's through BullMQ's record.
+        const job = (await queue.getJob(eventId)) ?? (await jobByDeduplicationId(queue, eventId));
+        if (job) return { kind: 'event', queue, job };
       }
       const job = await jobByDeduplicationId(quarantine, eventId);
-      return job ? { queue: quarantine, job } : undefined;
+      return job ? { kind: 'quarantine', queue: quarantine, job } : undefined;
+    },
+    async isKnown(eventId) {
+      if ((await connection.exists(ownKeys.dedup(prefix, eventId))) > 0) return true;
+      for (const queue of [...events.values(), quarantine]) if (await queue.getDeduplicationJobId(eventId)) return true;
+      return false;
     },
     eventIdsForRequest: (requestId) => eventIdsForRequest(connection, prefix, requestId, options.dedupWindowMs),
     async close() {

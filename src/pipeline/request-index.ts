@@ -4,7 +4,7 @@ import { ownKeys } from './names';
 
 /**
  * Index from the platform's `request_id` to our event ids, so an operator can look an event up by the
- * id the platform and the merchant's systems know. Written at fan-out, off the acknowledgement path;
+ * id the platform and the merchant's systems know. Written by the ingest script with the event's jobs;
  * kept as long as the de-duplication window.
  *
  * Entries live in small hashes, one per (UTC day, shard of the request id), each expiring a
@@ -37,27 +37,13 @@ export function requestIndexBucket(prefix: string, requestId: string, atMs: numb
   return ownKeys.requestIndex(prefix, Math.floor(atMs / DAY_MS), shardOf(requestId));
 }
 
-// One script call: a MULTI on a BullMQ connection copies its dozens of Lua commands onto each
-// pipeline object, which showed up in the drain profile. Field: the request id; value: its event
-// ids, comma-separated (almost always one). KEYS[i] is the bucket of ARGV[i + 2].
-const INDEX = `for i, key in ipairs(KEYS) do
-  local field = ARGV[i + 2]
-  local ids = redis.call('HGET', key, field)
-  if not ids then
-    redis.call('HSET', key, field, ARGV[1])
-  elseif not string.find(',' .. ids .. ',', ',' .. ARGV[1] .. ',', 1, true) then
-    redis.call('HSET', key, field, ids .. ',' .. ARGV[1])
-  end
-  redis.call('PEXPIREAT', key, ARGV[2])
-end`;
-
-export async function indexRequestIds(redis: RedisClient, prefix: string, payload: unknown, eventId: string, ttlMs: number, nowMs = Date.now()): Promise<void> {
+/** The index entries of an event (one per request id of its payload), written by the ingest script. */
+export function requestIndexEntries(prefix: string, payload: unknown, ttlMs: number, nowMs = Date.now()): { expiresAtMs: number; entries: { key: string; requestId: string }[] } | undefined {
   const ids = requestIdsOf(payload);
-  if (ids.length === 0) return;
+  if (ids.length === 0) return undefined;
   // The bucket outlives the last entry of its day by the window.
-  const expiresAt = (Math.floor(nowMs / DAY_MS) + 1) * DAY_MS + ttlMs;
-  await whenReady(redis);
-  await redis.eval(INDEX, ids.length, ...ids.map((id) => requestIndexBucket(prefix, id, nowMs)), eventId, String(expiresAt), ...ids);
+  const expiresAtMs = (Math.floor(nowMs / DAY_MS) + 1) * DAY_MS + ttlMs;
+  return { expiresAtMs, entries: ids.map((requestId) => ({ key: requestIndexBucket(prefix, requestId, nowMs), requestId })) };
 }
 
 const LOOK_UP = `local out = {}

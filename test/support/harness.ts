@@ -5,7 +5,7 @@ import { loadPlatformKeys } from '../../src/config/keys';
 import { loadConfig } from '../../src/config/load';
 import type { Config } from '../../src/config/schema';
 import { createLogger } from '../../src/logging/logger';
-import { createMetrics, type Metrics } from '../../src/monitoring/metrics';
+import { createMetrics, ingestObserver, type Metrics } from '../../src/monitoring/metrics';
 import { createRedisConnector, whenReady, type RedisClient, type RedisConnector } from '../../src/redis/connect';
 import { createPipeline, pipelineOptions, type Pipeline } from '../../src/pipeline/pipeline';
 import { buildReceiverApp } from '../../src/receiver';
@@ -67,7 +67,7 @@ export function buildHarness(env: Record<string, string | undefined>, clock: () 
   const connector = createRedisConnector(config);
   const connection = connector.open('producer');
   connection.on('error', () => undefined);
-  const pipeline = createPipeline(connection, pipelineOptions(config));
+  const pipeline = createPipeline(connection, pipelineOptions(config), ingestObserver(metrics));
   const app = buildReceiverApp({ config, keys: loadPlatformKeys(config.platformPublicKeys), logger, metrics, clock, pipeline });
   const redis = connector.open('worker');
   redis.on('error', () => undefined);

@@ -56,7 +56,7 @@ export async function runWholePath(platform: FakePlatform, env: Record<string, s
 
     const metrics = await request(f.admin).get('/metrics').set(auth).expect(200);
     expect(metrics.text).toMatch(/^webhook_redis_up 1$/m);
-    expect(metrics.text).toMatch(/^webhook_queue_jobs\{queue="payment\.result",state="completed"\} 1$/m);
+    expect(metrics.text).toMatch(/^webhook_queue_jobs\{queue="deliver\.ledger",state="completed"\} 1$/m);
     expect(metrics.text).toMatch(/^webhook_notifications_total\{event_type="payment\.result",outcome="duplicate",reason=""\} 1$/m);
 
     // The queues live where the topology says, every key under the hash-tagged prefix.
