@@ -43,6 +43,7 @@ given --defaults):
   dlq list [--target T] [--event-type E] [--from TIME] [--to TIME] [--limit N] [--json]
   dlq replay <target>/<job id> ...   replay the named dead letters
   dlq replay --all [filters]         replay every dead letter matching the filters
+  dlq discard <target>/<job id> ...  remove the named dead letters for good (never delivered)
   queues                             every queue: waiting, active, delayed, failed, completed, oldest waiting
   event <event id>                   where an event is, each target's delivery and its attempts
   event --request-id <id>            the same, by the platform's request_id

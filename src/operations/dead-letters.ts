@@ -52,17 +52,7 @@ export function createDeadLetters(pipeline: Pick<Pipeline, 'deliveryQueue' | 'de
         if (filter.eventType && job.data.eventType !== filter.eventType) continue;
         if (filter.from !== undefined && (failedAt ?? 0) < filter.from) continue;
         if (filter.to !== undefined && (failedAt ?? Infinity) > filter.to) continue;
-        out.push({
-          id: `${target}/${job.id}`,
-          target,
-          eventId: job.data.eventId,
-          eventType: job.data.eventType,
-          receivedAt: job.data.receivedAt,
-          failedAt: failedAt ? new Date(failedAt).toISOString() : undefined,
-          attempts: job.attemptsMade,
-          reason: job.failedReason,
-          lastFailure: job.data.lastFailure,
-        });
+        out.push(deadLetterOf(target, job));
         if (out.length >= limit) return out;
       }
     }
@@ -93,7 +83,38 @@ export function createDeadLetters(pipeline: Pick<Pipeline, 'deliveryQueue' | 'de
     return replay(matching.map((d) => d.id));
   }
 
-  return { list, replay, replayMatching };
+  /**
+   * Removes one dead letter for good: the delivery will not be attempted again (a resend could still
+   * give the target a new one). Only a failed job is removed; one waiting, delayed, in flight or
+   * delivered is no dead letter. A replay racing this call can still lose its job between the state
+   * check and the removal: BullMQ removes a job by id, whatever its state.
+   */
+  async function discard(target: string, eventId: string): Promise<DeadLetter> {
+    const queue = pipeline.deliveryQueue(target);
+    if (!queue) throw new UnknownTargetError(target);
+    const job = await queue.getJob(eventId);
+    if (!job) throw new DeadLetterNotFoundError(`${target}/${eventId}`);
+    const state = await job.getState();
+    if (state !== 'failed') throw new NotDeadLetterError(`${target}/${eventId}`, state);
+    await job.remove();
+    return deadLetterOf(target, job);
+  }
+
+  return { list, replay, replayMatching, discard };
+}
+
+function deadLetterOf(target: string, job: Job<DeliveryJob, unknown, EventType>): DeadLetter {
+  return {
+    id: `${target}/${job.id}`,
+    target,
+    eventId: job.data.eventId,
+    eventType: job.data.eventType,
+    receivedAt: job.data.receivedAt,
+    failedAt: job.finishedOn ? new Date(job.finishedOn).toISOString() : undefined,
+    attempts: job.attemptsMade,
+    reason: job.failedReason,
+    lastFailure: job.data.lastFailure,
+  };
 }
 
 /** Every failed job of a queue, a page at a time, so no dead letter is out of reach however many there are. */
@@ -112,6 +133,26 @@ export class UnknownTargetError extends Error {
   constructor(readonly target: string) {
     super(`no target named "${target}"`);
     this.name = 'UnknownTargetError';
+    Object.setPrototypeOf(this, new.target.prototype);
+  }
+}
+
+/** The target has no delivery of that event. 404. */
+export class DeadLetterNotFoundError extends Error {
+  readonly status = 404;
+  constructor(readonly id: string) {
+    super(`no dead letter ${id}`);
+    this.name = 'DeadLetterNotFoundError';
+    Object.setPrototypeOf(this, new.target.prototype);
+  }
+}
+
+/** The delivery exists but has not failed (waiting, delayed, in flight or delivered), so it is no dead letter. 409. */
+export class NotDeadLetterError extends Error {
+  readonly status = 409;
+  constructor(readonly id: string, readonly state: string) {
+    super(`${id} is not a dead letter: its delivery is ${state}`);
+    this.name = 'NotDeadLetterError';
     Object.setPrototypeOf(this, new.target.prototype);
   }
 }

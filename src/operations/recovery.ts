@@ -8,8 +8,8 @@ import type { TargetControl } from './targets';
 export type DeadLetterSelection = { ids: readonly string[] } | ({ all: true } & Omit<DeadLetterFilter, 'limit'>);
 
 /**
- * The operator's recoveries (replay dead letters, replay quarantined notifications, pause and resume
- * a target), each written to the audit log with who acted and what it touched. The admin API and
+ * The operator's recoveries (replay or discard dead letters, replay quarantined notifications, pause
+ * and resume a target), each written to the audit log with who acted and what it touched. The admin API and
  * the CLI both go through here, so their audit lines are the same.
  */
 export function createRecovery(deps: { deadLetters: DeadLetters; quarantine: Quarantine; targets: TargetControl; resender: Resender; logger: Logger }) {
@@ -25,6 +25,19 @@ export function createRecovery(deps: { deadLetters: DeadLetters; quarantine: Qua
         ...(filter ? { filter } : {}),
       });
       return result;
+    },
+
+    /** A refused discard (unknown target, no such delivery, not failed) is audited too: someone asked for it. */
+    async discardDeadLetter(actor: Actor, target: string, eventId: string) {
+      const items = [`${target}/${eventId}`];
+      try {
+        const discarded = await deadLetters.discard(target, eventId);
+        writeAudit(logger, actor, 'dead-letters.discard', { target, items, eventType: discarded.eventType, attempts: discarded.attempts });
+        return discarded;
+      } catch (err) {
+        writeAudit(logger, actor, 'dead-letters.discard', { target, items, refused: (err as Error).message });
+        throw err;
+      }
     },
 
     async replayQuarantined(actor: Actor, ids: readonly string[], correctedBody?: string) {

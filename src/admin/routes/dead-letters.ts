@@ -1,5 +1,5 @@
 import { Router, type Request, type Response } from 'express';
-import { UnknownTargetError, type DeadLetters } from '../../operations/dead-letters';
+import { DeadLetterNotFoundError, NotDeadLetterError, UnknownTargetError, type DeadLetters } from '../../operations/dead-letters';
 import type { Recovery } from '../../operations/recovery';
 import { actorOf } from '../audit';
 import { listQuerySchema, replayBodySchema } from '../query';
@@ -27,6 +27,17 @@ export function deadLetterRoutes(deadLetters: DeadLetters, recovery: Recovery): 
       res.json(await recovery.replayDeadLetters(actorOf(req), body.data));
     } catch (err) {
       if (err instanceof UnknownTargetError) return void res.status(404).json({ error: 'unknown_target', message: err.message });
+      throw err;
+    }
+  });
+
+  router.delete('/:target/:eventId', async (req, res) => {
+    try {
+      res.json({ discarded: await recovery.discardDeadLetter(actorOf(req), req.params.target, req.params.eventId) });
+    } catch (err) {
+      if (err instanceof UnknownTargetError) return void res.status(404).json({ error: 'unknown_target', message: err.message });
+      if (err instanceof DeadLetterNotFoundError) return void res.status(404).json({ error: 'not_found', message: err.message });
+      if (err instanceof NotDeadLetterError) return void res.status(409).json({ error: 'not_failed', message: err.message, state: err.state });
       throw err;
     }
   });

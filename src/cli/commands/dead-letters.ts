@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { createDeadLetters, type DeadLetterFilter } from '../../operations/dead-letters';
+import { createDeadLetters, DeadLetterNotFoundError, NotDeadLetterError, UnknownTargetError, type DeadLetterFilter } from '../../operations/dead-letters';
 import { parseOperatorTime } from '../../operations/time';
 import { recoveryFor, type OperatorContext } from '../operator-context';
 import { formatTable } from '../table';
@@ -12,7 +12,21 @@ function parseTime(value: string | undefined): number | undefined {
   return ms;
 }
 
-/** `dlq list` and `dlq replay`, straight against Redis with the service's configuration. */
+/** One `dlq discard` id: its line of output, `discarded` or why not. */
+async function discardOne(id: string, discard: (target: string, eventId: string) => Promise<unknown>): Promise<string> {
+  const slash = id.indexOf('/');
+  if (slash <= 0) return `not found  ${id}  (give <target>/<event id>)`;
+  try {
+    await discard(id.slice(0, slash), id.slice(slash + 1));
+    return `discarded  ${id}`;
+  } catch (err) {
+    if (err instanceof NotDeadLetterError) return `not failed ${id}  (its delivery is ${err.state})`;
+    if (err instanceof DeadLetterNotFoundError || err instanceof UnknownTargetError) return `not found  ${id}  (${err.message})`;
+    throw err;
+  }
+}
+
+/** `dlq list`, `dlq replay` and `dlq discard`, straight against Redis with the service's configuration. */
 export async function deadLetterCommand(ctx: OperatorContext, args: string[]): Promise<number> {
   const { config, out } = ctx;
   const [sub, ...rest] = args;
@@ -58,6 +72,17 @@ export async function deadLetterCommand(ctx: OperatorContext, args: string[]): P
       for (const id of result.notFound) out(`not found  ${id}`);
       return result.notFound.length ? 1 : 0;
     }
-    throw new Error('dlq takes list or replay');
+    if (sub === 'discard') {
+      if (positionals.length === 0) throw new Error('name dead letters to discard (<target>/<event id> …)');
+      const recovery = recoveryFor(ctx, pipeline);
+      let failed = 0;
+      for (const id of positionals) {
+        const outcome = await discardOne(id, (target, eventId) => recovery.discardDeadLetter(ctx.actor, target, eventId));
+        out(outcome);
+        if (!outcome.startsWith('discarded')) failed++;
+      }
+      return failed ? 1 : 0;
+    }
+    throw new Error('dlq takes list, replay or discard');
   });
 }
