@@ -35,7 +35,7 @@ export async function startService(
 ): Promise<RunningService> {
   const connection = redis.open('producer');
   reportConnectionErrors(connection, logger, 'producer');
-  const pipeline = createPipeline(connection, pipelineOptions(config), ingestObserver(metrics));
+  const pipeline = createPipeline(connection, pipelineOptions(config), ingestObserver(metrics, logger));
   const receiver = config.role !== 'worker' ? await startReceiver({ config, keys, logger, metrics, pipeline }) : undefined;
   const workers = config.role !== 'receiver' ? startWorkers(config, pipeline, logger, metrics, redis) : undefined;
   const reloader = createReloader({ env, config, pipeline, workers, logger });

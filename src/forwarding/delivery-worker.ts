@@ -1,4 +1,4 @@
-import { Worker, UnrecoverableError, type Job } from 'bullmq';
+import { DelayedError, Worker, UnrecoverableError, type Job } from 'bullmq';
 import type { RedisClient } from '../redis/connect';
 import { Agent } from 'undici';
 import type { Logger } from '../logging/logger';
@@ -11,6 +11,7 @@ import { buildRequest, type OutgoingRequest } from './build-request';
 import { createSigner } from './signer';
 import { maskHeaders } from '../logging/mask-headers';
 import type { Target } from './target-schema';
+import type { Sequencer } from '../ordering/sequencer';
 
 export interface WorkerDeps {
   /** A connection for BullMQ workers (blocking commands, retries for ever). */
@@ -23,19 +24,39 @@ export interface WorkerDeps {
   stalledIntervalMs: number;
 }
 
-/** Consumes one target's delivery queue with that target's concurrency, rate limit and backoff. */
-export function createDeliveryWorker(target: Target, deps: WorkerDeps): { worker: Worker; close(): Promise<void> } {
+/**
+ * Consumes one target's delivery queue with that target's concurrency, rate limit and backoff. With
+ * ordered delivery (`sequencer`), a delivery goes only in its turn; out of turn it is parked again
+ * (delayed, no attempt spent) until the delivery before it is done.
+ */
+export function createDeliveryWorker(target: Target, deps: WorkerDeps, sequencer?: Sequencer): { worker: Worker; close(): Promise<void> } {
   const dispatcher = new Agent({ connections: target.concurrency, keepAliveTimeout: 4000 });
   const sign = createSigner(target);
   const { logger, metrics } = deps;
 
-  const processor = async (job: Job<DeliveryJob>): Promise<AttemptSuccess> => {
+  /** Done: the next delivery of its key may go (a failure here is repaired by that delivery itself, later). */
+  async function advance(job: Job<DeliveryJob>, step: 'delivered' | 'deadLettered'): Promise<void> {
+    if (!sequencer || job.data.orderKey === undefined) return;
+    await Promise.resolve(sequencer[step](job)).catch((err: Error) =>
+      logger.repeated('warn', `order:${err.message}`, 'ordered delivery: the next delivery of the key was not woken; it wakes by itself', { target: target.name, eventId: job.data.eventId, error: err.message }),
+    );
+  }
+
+  const processor = async (job: Job<DeliveryJob>, token?: string): Promise<AttemptSuccess> => {
+    if (sequencer && job.data.orderKey !== undefined) {
+      const turn = await sequencer.turn(job);
+      if (!turn.deliver) {
+        await job.moveToDelayed(Date.now() + turn.parkMs, token);
+        throw new DelayedError();
+      }
+    }
     const attempt = job.attemptsMade + 1;
     const { eventId, eventType } = job.data;
     let req: OutgoingRequest | undefined;
     try {
       req = buildRequest(job.data, target, sign, new Date());
       const result = await attemptDelivery(target, dispatcher, req);
+      await advance(job, 'delivered');
       metrics.deliveries.labels(target.name, eventType, 'delivered').inc();
       metrics.deliveryLatency.labels(target.name).observe((Date.now() - Date.parse(job.data.receivedAt)) / 1000);
       logger.info('delivered', { eventId, eventType, target: target.name, attempt, status: result.status, latencyMs: result.latencyMs });
@@ -59,6 +80,7 @@ export function createDeliveryWorker(target: Target, deps: WorkerDeps): { worker
         metrics.deliveries.labels(target.name, eventType, 'dead_lettered').inc();
         metrics.deadLetters.labels(target.name).inc();
         logger.error('delivery dead-lettered', fields);
+        await advance(job, 'deadLettered');
       } else {
         metrics.deliveries.labels(target.name, eventType, 'retry').inc();
         // A target that is down fails every delivery the same way: one line per interval, with the count.

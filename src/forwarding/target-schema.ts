@@ -55,6 +55,18 @@ const targetFields = z.object({
    * `{ "data.currency": { $in: [USD, EUR] }, merchantId: SUB-42 }`. @defaultValue every event of its types
    */
   filter: z.record(z.string(), z.unknown(), { error: 'must be a mapping of fields to conditions, e.g. { "data.currency": { $in: [USD, EUR] } }' }).optional(),
+  /**
+   * Ordered delivery: deliveries whose `key` values are equal go one at a time, in receipt order.
+   * `key` is a dotted path into the platform's body (`data.request_id`) or `merchantId` (the
+   * `X-Merch-Id` header); an event without it is delivered unordered. `onDeadLetter`: `block` (later
+   * deliveries of the key wait until the dead letter is replayed, discarded or released) or `skip`.
+   */
+  order: z
+    .object({
+      key: z.string().regex(/^[A-Za-z0-9_$-]+(\.[A-Za-z0-9_$-]+)*$/, 'a dotted path into the body, e.g. data.request_id, or merchantId'),
+      onDeadLetter: z.enum(['block', 'skip']).default('block'),
+    })
+    .optional(),
 });
 
 /**

@@ -35,7 +35,7 @@ export function startWorkers(config: Config, pipeline: Pipeline, logger: Logger,
   const fanouts = EVENT_TYPES.map((type) => createFanoutWorker(type, { ...deps, pipeline }));
   type Running = { target: Target; delivery: ReturnType<typeof createDeliveryWorker> };
   const deliveries = new Map<string, Running>();
-  const start = (t: Target) => deliveries.set(t.name, { target: t, delivery: createDeliveryWorker(t, deps) });
+  const start = (t: Target) => deliveries.set(t.name, { target: t, delivery: createDeliveryWorker(t, deps, pipeline.ordering(t.name)) });
   pipeline.targets().forEach(start);
   logger.info('workers started', { targets: pipeline.targets().map((t) => t.name), eventTypes: EVENT_TYPES.length });
 

@@ -1,6 +1,7 @@
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { EVENT_TYPES } from '../events/table';
 import type { IngestObserver } from '../pipeline/ingest';
+import type { Logger } from '../logging/logger';
 
 export type NotificationOutcome = 'accepted' | 'replay' | 'duplicate' | 'rejected' | 'quarantined' | 'unavailable';
 
@@ -66,6 +67,12 @@ export function createMetrics(registry = new Registry(), withDefaults = true) {
     labelNames: ['target'] as const,
     registers: [registry],
   });
+  const orderingSkips = new Counter({
+    name: 'webhook_ordering_skipped_total',
+    help: 'Dead-lettered deliveries of an ordered target passed over (onDeadLetter: skip), so later deliveries of their key went on',
+    labelNames: ['target'] as const,
+    registers: [registry],
+  });
   const fanoutFailures = new Counter({
     name: 'webhook_fanout_failures_total',
     help: 'Events whose fan-out to delivery queues failed every attempt (kept as failed jobs of their event queue)',
@@ -90,12 +97,24 @@ export function createMetrics(registry = new Registry(), withDefaults = true) {
     enqueueFailures.labels(type).inc(0);
     replicaShortfalls.labels(type).inc(0);
   }
-  return { registry, notifications, portRefusals, clientAborts, ackLatency, enqueueFailures, replicaShortfalls, deliveries, deliveryLatency, deadLetters, unrouted, filtered, fanoutFailures };
+  return { registry, notifications, portRefusals, clientAborts, ackLatency, enqueueFailures, replicaShortfalls, deliveries, deliveryLatency, deadLetters, unrouted, filtered, orderingSkips, fanoutFailures };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;
 
-/** What the pipeline reports as it ingests, counted: filtered targets (webhook_filtered_total). */
-export function ingestObserver(metrics: Pick<Metrics, 'filtered'>): IngestObserver {
-  return { filtered: (target) => metrics.filtered.labels(target).inc() };
+/**
+ * What the pipeline reports, counted and logged: filtered targets (webhook_filtered_total), and
+ * ordered deliveries whose dead letter was skipped (webhook_ordering_skipped_total) or blocks its key.
+ */
+export function ingestObserver(metrics: Pick<Metrics, 'filtered' | 'orderingSkips'>, logger?: Pick<Logger, 'warn'>): IngestObserver {
+  return {
+    filtered: (target) => metrics.filtered.labels(target).inc(),
+    orderSkipped(target, key, eventId) {
+      metrics.orderingSkips.labels(target).inc();
+      logger?.warn('ordered delivery skipped a dead letter: later deliveries of its key go on', { target, orderKey: key, eventId });
+    },
+    orderBlocked(target, key, eventId) {
+      logger?.warn('ordered delivery blocked: a dead letter holds back later deliveries of its key until it is replayed, discarded or released', { target, orderKey: key, eventId });
+    },
+  };
 }

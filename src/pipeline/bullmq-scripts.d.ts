@@ -3,3 +3,6 @@
 declare module 'bullmq/dist/cjs/scripts/addStandardJob-9' {
   export const addStandardJob: { name: string; content: string; keys: number };
 }
+declare module 'bullmq/dist/cjs/scripts/addDelayedJob-6' {
+  export const addDelayedJob: { name: string; content: string; keys: number };
+}

@@ -1,6 +1,7 @@
 /// <reference path="./bullmq-scripts.d.ts" />
 // (referenced, not only included, so that ts-node, which loads what is imported, sees it too)
 import { Job, type IRedisTransaction, type JobsOptions, type Queue } from 'bullmq';
+import { addDelayedJob } from 'bullmq/dist/cjs/scripts/addDelayedJob-6';
 import { addStandardJob } from 'bullmq/dist/cjs/scripts/addStandardJob-9';
 import type { Result } from 'ioredis';
 import type { RedisClient } from '../redis/connect';
@@ -15,27 +16,35 @@ declare module 'ioredis' {
  * One script call decides and stores a notification: the replay check, de-duplication, every job
  * the notification needs (one delivery job per target that takes it, or the event job when none
  * does, or the quarantine job), the request-id index and the binding of its replay key. BullMQ's own
- * add script (the exact one `queue.add` runs, shipped resolved in the package) is embedded as a local
- * function and called once per job, so each job it writes is a normal BullMQ job byte for byte. The
+ * add scripts (the exact ones `queue.add` runs, shipped resolved in the package) are embedded as local
+ * functions and called once per job, so each job written is a normal BullMQ job byte for byte. The
  * de-duplication record and the binding are written last: a script that fails part-way stops before
  * them, so neither is ever remembered without the jobs that answer for it, and a retried add finds
  * the jobs already there (their ids derive from the event id) instead of doubling them.
  *
- * KEYS[1] the replay key; KEYS[2] our de-duplication record and KEYS[3] the record the earlier layout
- * left (BullMQ's, in the event type's queue, until its window ends), both the replay key again when
- * BullMQ's own de-duplication (in the add's options) decides; then the request-index buckets; then
- * each add's keys.
- * ARGV[1] what the replay key is bound to (the event type); ARGV[2] the binding's TTL in ms;
- * ARGV[3] '1' when a key bound to another value is refused (legacy) rather than a replay;
- * ARGV[4] '1' when KEYS[2] and KEYS[3] are ours to check (and KEYS[2] to write); ARGV[5] the record's
- * TTL in ms; ARGV[6] the event id (the index's value); ARGV[7] when the index buckets expire (ms since
- * 1970); ARGV[8] the number of buckets; ARGV[9] the number of adds; ARGV[10] the number of keys of an
- * add; ARGV[11..10 + buckets] the request id of each bucket; ARGV[11 + buckets] the number of
- * arguments of an add; then each add's arguments (all adds have the same shape).
+ * A delivery for a target with ordered delivery joins its key's sequence (a list of event ids, in
+ * the order the script runs, which is receipt order across every receiver); it is added to wait
+ * only when it heads the sequence, and otherwise parked (delayed) until the delivery before it is done
+ * (see ordering/sequencer.ts).
+ *
+ * KEYS: [1] the replay key; [2] our de-duplication record and [3] the record the earlier layout left
+ * (BullMQ's, in the event type's queue, until its window ends), both the replay key again when
+ * BullMQ's own de-duplication (in the add's options) decides; [4..3 + buckets] the request-index
+ * buckets; then for each add: (ordered only: its sequence) its keys (ordered only: the parked
+ * variant's keys).
+ * ARGV: [1] what the replay key is bound to (the event type); [2] the binding's TTL in ms; [3] '1' when
+ * a key bound to another value is refused (legacy) rather than a replay; [4] '1' when KEYS[2] and
+ * KEYS[3] are ours to check (and KEYS[2] to write); [5] the record's TTL in ms; [6] the event id;
+ * [7] when the index buckets expire (ms since 1970); [8] buckets; [9] adds; [10..9 + buckets] each
+ * bucket's request id; then for each add: its mode ('now' or 'ordered'), its number of keys and of
+ * arguments (ordered: then the parked variant's), its arguments (ordered: then the parked variant's).
  */
 const INGEST_LUA = `
 local function bullAdd(KEYS, ARGV)
 ${addStandardJob.content}
+end
+local function bullAddParked(KEYS, ARGV)
+${addDelayedJob.content}
 end
 local bound = redis.call('GET', KEYS[1])
 if bound then
@@ -47,29 +56,46 @@ if own and redis.call('EXISTS', KEYS[2], KEYS[3]) > 0 then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
   return {'duplicate'}
 end
+local eventId = ARGV[6]
 local buckets = tonumber(ARGV[8])
 local adds = tonumber(ARGV[9])
-local nkeys = tonumber(ARGV[10])
-local nargs = tonumber(ARGV[11 + buckets])
 local k = 4 + buckets
-local a = 12 + buckets
+local a = 10 + buckets
+local function keys(n) local t = {unpack(KEYS, k, k + n - 1)}; k = k + n; return t end
+local function args(n) local t = {unpack(ARGV, a, a + n - 1)}; a = a + n; return t end
+local function num() local v = tonumber(ARGV[a]); a = a + 1; return v end
 local first
 for i = 1, adds do
-  local jobId = bullAdd({unpack(KEYS, k, k + nkeys - 1)}, {unpack(ARGV, a, a + nargs - 1)})
+  local mode = ARGV[a]
+  a = a + 1
+  local jobId
+  if mode == 'ordered' then
+    local sequence = keys(1)[1]
+    local nk, na, pk, pa = num(), num(), num(), num()
+    local nowKeys, parkedKeys = keys(nk), keys(pk)
+    local nowArgs, parkedArgs = args(na), args(pa)
+    if not redis.call('LPOS', sequence, eventId) then redis.call('RPUSH', sequence, eventId) end
+    if redis.call('LINDEX', sequence, 0) == eventId then
+      jobId = bullAdd(nowKeys, nowArgs)
+    else
+      jobId = bullAddParked(parkedKeys, parkedArgs)
+    end
+  else
+    local nk, na = num(), num()
+    jobId = bullAdd(keys(nk), args(na))
+  end
   if type(jobId) == 'number' then return {'error', tostring(jobId)} end
   first = first or jobId
-  k = k + nkeys
-  a = a + nargs
 end
 if own then redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[5]) end
 for i = 1, buckets do
   local key = KEYS[3 + i]
-  local field = ARGV[10 + i]
+  local field = ARGV[9 + i]
   local ids = redis.call('HGET', key, field)
   if not ids then
-    redis.call('HSET', key, field, ARGV[6])
-  elseif not string.find(',' .. ids .. ',', ',' .. ARGV[6] .. ',', 1, true) then
-    redis.call('HSET', key, field, ids .. ',' .. ARGV[6])
+    redis.call('HSET', key, field, eventId)
+  elseif not string.find(',' .. ids .. ',', ',' .. eventId .. ',', 1, true) then
+    redis.call('HSET', key, field, ids .. ',' .. eventId)
   end
   redis.call('PEXPIREAT', key, ARGV[7])
 end
@@ -107,11 +133,15 @@ export interface JobToAdd<D, N extends string> {
   opts: JobsOptions & { jobId: string };
 }
 
-/** One job for one queue; the script adds them in order. */
+/**
+ * One job for one queue; the script adds them in order. With `ordered`, the job joins that sequence
+ * and is parked (added delayed by `parkMs`) unless it heads it.
+ */
 export interface AddTo {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a queue of any job type
   queue: Queue<any, any, string>;
   job: JobToAdd<unknown, string>;
+  ordered?: { sequenceKey: string; parkMs: number };
 }
 
 /** Everything one notification writes. */
@@ -164,13 +194,9 @@ export function defineIngestScript(connection: RedisClient): IngestScript {
 /** The script's keys and arguments, laid out as INGEST_LUA reads them. */
 async function scriptArgs({ adds, binding, dedup, eventId, index }: Ingestion): Promise<(string | Buffer | number)[]> {
   if (adds.length === 0) throw new Error('an ingestion adds at least one job');
-  const recorded = await Promise.all(adds.map(({ queue, job }) => recordAdd(queue, job)));
-  const nkeys = addStandardJob.keys;
-  const nargs = recorded[0]!.length - nkeys;
-  if (recorded.some((r) => r.length !== nkeys + nargs)) throw new Error('BullMQ recorded adds of different shapes for one notification');
   const entries = index?.entries ?? [];
-  const keys = [binding.key, dedup?.key ?? binding.key, dedup?.earlierKey ?? binding.key, ...entries.map((e) => e.key), ...recorded.flatMap((r) => r.slice(0, nkeys))];
-  const argv = [
+  const keys: (string | Buffer)[] = [binding.key, dedup?.key ?? binding.key, dedup?.earlierKey ?? binding.key, ...entries.map((e) => e.key)];
+  const argv: (string | Buffer)[] = [
     binding.value,
     String(binding.ttlMs),
     binding.exclusive ? '1' : '0',
@@ -180,11 +206,28 @@ async function scriptArgs({ adds, binding, dedup, eventId, index }: Ingestion): 
     String(index?.expiresAtMs ?? 0),
     String(entries.length),
     String(adds.length),
-    String(nkeys),
     ...entries.map((e) => e.requestId),
-    String(nargs),
-    ...recorded.flatMap((r) => r.slice(nkeys)),
   ];
+  const recorded = await Promise.all(
+    adds.map(async ({ queue, job, ordered }) => ({
+      ordered,
+      now: await recordAdd(queue, job, addStandardJob),
+      parked: ordered ? await recordAdd(queue, { ...job, opts: { ...job.opts, delay: ordered.parkMs } }, addDelayedJob) : undefined,
+    })),
+  );
+  for (const { ordered, now, parked } of recorded) {
+    const nowKeys = now.slice(0, addStandardJob.keys);
+    const nowArgs = now.slice(addStandardJob.keys);
+    if (ordered && parked) {
+      const parkedKeys = parked.slice(0, addDelayedJob.keys);
+      const parkedArgs = parked.slice(addDelayedJob.keys);
+      keys.push(ordered.sequenceKey, ...nowKeys, ...parkedKeys);
+      argv.push('ordered', String(nowKeys.length), String(nowArgs.length), String(parkedKeys.length), String(parkedArgs.length), ...nowArgs, ...parkedArgs);
+    } else {
+      keys.push(...nowKeys);
+      argv.push('now', String(nowKeys.length), String(nowArgs.length), ...nowArgs);
+    }
+  }
   return [keys.length, ...keys, ...argv];
 }
 
@@ -193,14 +236,19 @@ async function scriptArgs({ adds, binding, dedup, eventId, index }: Ingestion): 
  * built as `queue.add` builds it, added through its public `addJob(transaction)` into a
  * transaction that records the call instead of sending it.
  */
-async function recordAdd<D, R, N extends string>(queue: Queue<D, R, N>, { name, data, opts }: JobToAdd<D, N>): Promise<(string | Buffer)[]> {
+async function recordAdd<D, R, N extends string>(
+  queue: Queue<D, R, N>,
+  { name, data, opts }: JobToAdd<D, N>,
+  expected: { name: string; keys: number },
+): Promise<(string | Buffer)[]> {
   const job = new Job<D, R, N>(queue, name, data, { ...queue.defaultJobOptions, ...opts }, opts.jobId);
   const recorder = new RecordingTransaction();
   await job.addJob(recorder);
   const recorded = recorder.recorded;
-  if (!recorded || recorded.name.split(':')[0] !== addStandardJob.name) {
-    throw new Error(`BullMQ chose ${recorded?.name ?? 'no script'} for this add; the ingest script embeds ${addStandardJob.name} only (no delay, priority or parent)`);
+  if (!recorded || recorded.name.split(':')[0] !== expected.name) {
+    throw new Error(`BullMQ chose ${recorded?.name ?? 'no script'} for this add; the ingest script embeds ${expected.name} for it (no priority or parent)`);
   }
+  if (recorded.args.length < expected.keys) throw new Error(`BullMQ gave ${expected.name} fewer than its ${expected.keys} keys`);
   return recorded.args;
 }
 

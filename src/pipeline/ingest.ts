@@ -1,6 +1,8 @@
 import type { RedisClient } from '../redis/connect';
 import type { EventType } from '../events/table';
 import { routeEvent } from '../forwarding/routing';
+import { keyDigest, orderingKeyOf } from '../ordering/key';
+import { PARKED_AT_INGEST_MS } from '../ordering/park';
 import type { Target } from '../forwarding/target-schema';
 import { EnqueueUnavailableError } from './errors';
 import { jobIdFor } from './ids';
@@ -59,10 +61,14 @@ export interface IngestQueues {
   targets(): readonly Target[];
 }
 
-/** What the pipeline reports as it ingests (the entry point counts it in the metrics). */
+/** What the pipeline reports (the entry point counts it in the metrics and logs it). */
 export interface IngestObserver {
   /** An accepted event that this target's filter left out. */
   filtered?(target: string): void;
+  /** An ordered target's dead letter was passed over (`onDeadLetter: skip`). */
+  orderSkipped?(target: string, key: string, eventId: string): void;
+  /** An ordered target's dead letter now holds back its key (`onDeadLetter: block`). */
+  orderBlocked?(target: string, key: string, eventId: string): void;
 }
 
 /**
@@ -89,7 +95,10 @@ export function createIngest(connection: RedisClient, settings: IngestSettings, 
       const queue = queues.delivery(target.name);
       if (!queue) continue;
       const opts = deliveryJobOptions(event.eventId, target, settings.retention);
-      adds.push({ queue, job: { name: event.eventType, data: toDeliveryJob(event, target.name, filtered), opts } });
+      const orderKey = orderingKeyOf(target, event.payload, event.merchantId);
+      const job = { name: event.eventType, data: toDeliveryJob(event, target.name, filtered, orderKey), opts };
+      const ordered = orderKey === undefined ? undefined : { sequenceKey: ownKeys.orderSequence(settings.prefix, target.name, keyDigest(orderKey)), parkMs: PARKED_AT_INGEST_MS };
+      adds.push(ordered ? { queue, job, ordered } : { queue, job });
     }
     if (adds.length > 0) return { adds, filtered };
     return { adds: [{ queue: queues.event(event.eventType), job: { name: event.eventType, data: event, opts: { jobId: event.eventId } } }], filtered: [] };

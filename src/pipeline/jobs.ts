@@ -52,6 +52,8 @@ export type DeliveryJob = Pick<
   target: string;
   /** The subscribed targets whose filter left this event out (for the event view), when there were any. */
   filtered?: string[];
+  /** Its ordering key's value, for a target with ordered delivery (absent: delivered unordered). */
+  orderKey?: string;
   /** Set when the delivery is dead-lettered: what the last attempt saw. */
   lastFailure?: DeliveryFailure;
 };
@@ -121,10 +123,11 @@ export function buildEventJob<E extends EventType>(r: VerifiedRequest<E>, payloa
   return { ...receivedNotification(r), payload } as EventJob<E>;
 }
 
-export function toDeliveryJob(event: EventJob, target: string, filtered: readonly string[] = []): DeliveryJob {
+export function toDeliveryJob(event: EventJob, target: string, filtered: readonly string[] = [], orderKey?: string): DeliveryJob {
   const { eventId, eventType, receivedAt, path, rawBody, rawBodyEncoding, contentType, signatureHeaders, merchantId } = event;
   const job: DeliveryJob = { eventId, eventType, receivedAt, path, rawBody, rawBodyEncoding, contentType, signatureHeaders, merchantId, target };
   if (filtered.length > 0) job.filtered = [...filtered];
+  if (orderKey !== undefined) job.orderKey = orderKey;
   return job;
 }
 

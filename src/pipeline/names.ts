@@ -45,6 +45,13 @@ export const ownKeys = {
    * leaves for the whole window.
    */
   dedup: (prefix: string, eventId: string) => `${prefix}:d:${eventId}`,
+  /**
+   * The sequence of one ordering key of one target: the event ids of its deliveries in receipt
+   * order; the first is the one that may be in flight. Its name carries a digest of the key value.
+   */
+  orderSequence: (prefix: string, target: string, keyDigest: string) => `${prefix}:o:${target}:${keyDigest}`,
+  /** One target's blocked ordering keys (key value -> ms since 1970 when its first delivery was dead-lettered). */
+  orderBlocked: (prefix: string, target: string) => `${prefix}:ob:${target}`,
   /** One bucket of the request-id index (request id -> event ids): a day (UTC, days since 1970) and a shard. */
   requestIndex: (prefix: string, day: number, shard: number) => `${prefix}:r:${day}:${shard}`,
   /** The index's earlier form (a set), still read until the last of its entries expires. */

@@ -8,6 +8,7 @@ import { deliveryJobOptions, eventJobOptions, type Retention } from './job-optio
 import { toDeliveryJob, type DeliveryJob, type EventJob, type QuarantineJob } from './jobs';
 import { keyPrefix, ownKeys } from './names';
 import { eventIdsForRequest } from './request-index';
+import { createSequencer, type Sequencer } from '../ordering/sequencer';
 import { openDeliveryQueue, openEventQueues, openQuarantineQueue, type DeliveryQueue, type EventQueue, type QuarantineQueue } from './queues';
 
 export interface PipelineOptions {
@@ -79,6 +80,8 @@ export interface Pipeline extends Ingest {
   findEvent(eventId: string): Promise<FoundEvent | undefined>;
   /** Whether the event was received within the de-duplication window, even if no job holds it any more. */
   isKnown(eventId: string): Promise<boolean>;
+  /** The ordered delivery of a target with `order` (its keys' sequences); undefined for any other. */
+  ordering(target: string): Sequencer | undefined;
   eventIdsForRequest(requestId: string): Promise<string[]>;
   /** Closes the queues; the connection is the caller's. */
   close(): Promise<void>;
@@ -114,6 +117,22 @@ export function createPipeline(connection: RedisClient, options: PipelineOptions
     return removed.map(([, queue]) => queue);
   }
   applyTargets(options.targets);
+
+  // One per loaded target object: a reload that changes a target gets a sequencer with its settings.
+  const sequencers = new WeakMap<Target, Sequencer>();
+  function ordering(name: string): Sequencer | undefined {
+    const target = targets.find((t) => t.name === name);
+    if (!target?.order) return undefined;
+    let sequencer = sequencers.get(target);
+    if (!sequencer) {
+      sequencer = createSequencer(target, connection, prefix, () => deliveries.get(name), {
+        skipped: (key, eventId) => observer.orderSkipped?.(name, key, eventId),
+        blocked: (key, eventId) => observer.orderBlocked?.(name, key, eventId),
+      });
+      sequencers.set(target, sequencer);
+    }
+    return sequencer;
+  }
 
   return {
     ...ingest,
@@ -152,6 +171,7 @@ export function createPipeline(connection: RedisClient, options: PipelineOptions
       const job = await jobByDeduplicationId(quarantine, eventId);
       return job ? { kind: 'quarantine', queue: quarantine, job } : undefined;
     },
+    ordering,
     async isKnown(eventId) {
       if ((await connection.exists(ownKeys.dedup(prefix, eventId))) > 0) return true;
       for (const queue of [...events.values(), quarantine]) if (await queue.getDeduplicationJobId(eventId)) return true;

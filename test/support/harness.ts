@@ -67,7 +67,7 @@ export function buildHarness(env: Record<string, string | undefined>, clock: () 
   const connector = createRedisConnector(config);
   const connection = connector.open('producer');
   connection.on('error', () => undefined);
-  const pipeline = createPipeline(connection, pipelineOptions(config), ingestObserver(metrics));
+  const pipeline = createPipeline(connection, pipelineOptions(config), ingestObserver(metrics, logger));
   const app = buildReceiverApp({ config, keys: loadPlatformKeys(config.platformPublicKeys), logger, metrics, clock, pipeline });
   const redis = connector.open('worker');
   redis.on('error', () => undefined);

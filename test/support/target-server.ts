@@ -8,6 +8,8 @@ export interface ReceivedRequest {
   body: Buffer;
   /** The status the target answered (undefined while hanging or before it answers). */
   answered?: number;
+  /** When it answered. */
+  answeredAt?: number;
 }
 
 /** What the target does with the n-th request (0-based): answer a status, or hang. */
@@ -53,6 +55,7 @@ export class TargetServer {
     setTimeout(() => {
       this.inFlight--;
       req.answered = action.status;
+      req.answeredAt = Date.now();
       res.writeHead(action.status, { 'content-type': 'text/plain', ...action.headers });
       res.end(action.body ?? `status ${action.status}`);
     }, action.delayMs ?? 0);

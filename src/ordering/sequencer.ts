@@ -1,0 +1,183 @@
+import type { Job } from 'bullmq';
+import type { Result } from 'ioredis';
+import type { Target } from '../forwarding/target-schema';
+import type { DeliveryJob } from '../pipeline/jobs';
+import { ownKeys } from '../pipeline/names';
+import type { DeliveryQueue } from '../pipeline/queues';
+import type { RedisClient } from '../redis/connect';
+import { keyDigest } from './key';
+import { PARKED_BEHIND_MS, PARKED_NEXT_MS } from './park';
+
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    webhookOrderPlace(sequence: string, eventId: string): Result<[number, string | null], Context>;
+    webhookOrderPop(sequence: string, blocked: string, eventId: string, key: string): Result<[number, string | null], Context>;
+  }
+}
+
+/** Where a delivery stands in its key's sequence (0: it heads it; -1: not in it) and which one heads it. */
+const PLACE = `local pos = redis.call('LPOS', KEYS[1], ARGV[1])
+return {pos or -1, redis.call('LINDEX', KEYS[1], 0)}`;
+
+/**
+ * Takes the event off the head of its sequence, if it is the head, and unblocks the key; answers
+ * whether it did and which event heads the sequence now. An empty sequence is gone (Redis removes an
+ * empty list), so a key costs nothing once its deliveries are done.
+ */
+const POP = `local popped = 0
+if redis.call('LINDEX', KEYS[1], 0) == ARGV[1] then
+  redis.call('LPOP', KEYS[1])
+  redis.call('ZREM', KEYS[2], ARGV[2])
+  popped = 1
+end
+return {popped, redis.call('LINDEX', KEYS[1], 0)}`;
+
+export type Turn = { deliver: true } | { deliver: false; parkMs: number; behind: string };
+
+/** A key whose first delivery is a dead letter, holding back the deliveries behind it. */
+export interface BlockedKey {
+  key: string;
+  /** The dead-lettered delivery's event id. */
+  eventId: string;
+  /** When it was dead-lettered. */
+  since: string;
+  /** Deliveries of the key waiting behind it. */
+  waiting: number;
+}
+
+export interface SequencerHooks {
+  /** A dead letter was passed over (`onDeadLetter: skip`). */
+  skipped?(key: string, eventId: string): void;
+  /** A dead letter now holds back its key (`onDeadLetter: block`). */
+  blocked?(key: string, eventId: string): void;
+}
+
+/**
+ * Ordered delivery for one target. Each ordering key has a sequence in Redis: the event ids of its
+ * deliveries in receipt order, appended by the ingest script as it accepts each notification (so the
+ * order holds across receivers). Only the delivery heading the sequence is delivered; the others were
+ * added parked (delayed) and wait. When the head is delivered it leaves the sequence and wakes the next
+ * (promote). A dead-lettered head either blocks the key until an operator replays, discards or releases
+ * it, or (`skip`) leaves the sequence at once. A parked delivery also wakes by itself now and then and
+ * repairs what a crash left: a head that is delivered or gone leaves the sequence.
+ */
+export function createSequencer(target: Target, connection: RedisClient, prefix: string, queue: () => DeliveryQueue | undefined, hooks: SequencerHooks = {}) {
+  connection.defineCommand('webhookOrderPlace', { lua: PLACE, numberOfKeys: 1 });
+  connection.defineCommand('webhookOrderPop', { lua: POP, numberOfKeys: 2 });
+  const blockedKey = ownKeys.orderBlocked(prefix, target.name);
+  const sequenceOf = (key: string) => ownKeys.orderSequence(prefix, target.name, keyDigest(key));
+  const onDeadLetter = target.order?.onDeadLetter ?? 'block';
+
+  async function stateOf(eventId: string): Promise<string> {
+    const job = await queue()?.getJob(eventId);
+    return job ? job.getState() : 'missing';
+  }
+
+  /** Takes `eventId` off the head of the key's sequence (if it heads it) and wakes the next in line. */
+  async function advancePast(key: string, eventId: string): Promise<boolean> {
+    const [popped, next] = await connection.webhookOrderPop(sequenceOf(key), blockedKey, eventId, key);
+    if (next) await wake(next);
+    return popped === 1;
+  }
+
+  async function wake(eventId: string): Promise<void> {
+    const job = await queue()?.getJob(eventId);
+    // Not parked (already waiting, or taken): nothing to wake; a parked one that is missed wakes by itself.
+    if (job && (await job.isDelayed())) await job.promote().catch(() => undefined);
+  }
+
+  return {
+    /**
+     * Whether this delivery may go now. A delivery not in its sequence (resent or replayed after it
+     * was done, or released) goes at once. Otherwise it goes when it heads the sequence; before that, a
+     * head that is delivered or gone is taken off (a crash between delivering and advancing), and a
+     * dead-lettered head is skipped or blocks the key.
+     */
+    async turn(job: Pick<Job<DeliveryJob>, 'data'>): Promise<Turn> {
+      const key = job.data.orderKey;
+      if (key === undefined) return { deliver: true };
+      const sequence = sequenceOf(key);
+      for (;;) {
+        const [position, head] = await connection.webhookOrderPlace(sequence, job.data.eventId);
+        if (position <= 0 || !head) return { deliver: true };
+        const state = await stateOf(head);
+        if (state === 'completed' || state === 'missing' || state === 'unknown') {
+          await advancePast(key, head);
+          continue;
+        }
+        if (state === 'failed') {
+          if (onDeadLetter === 'skip') {
+            if (await advancePast(key, head)) hooks.skipped?.(key, head);
+            continue;
+          }
+          if ((await connection.zadd(blockedKey, 'NX', Date.now(), key)) === 1) hooks.blocked?.(key, head);
+          return { deliver: false, parkMs: PARKED_BEHIND_MS, behind: head };
+        }
+        return { deliver: false, parkMs: position === 1 ? PARKED_NEXT_MS : PARKED_BEHIND_MS, behind: head };
+      }
+    },
+
+    /** After a successful delivery: the next delivery of its key may go. */
+    async delivered(job: Pick<Job<DeliveryJob>, 'data'>): Promise<void> {
+      if (job.data.orderKey !== undefined) await advancePast(job.data.orderKey, job.data.eventId);
+    },
+
+    /**
+     * After a delivery was dead-lettered: with `skip` the next of its key goes; with `block` the key is
+     * held (and listed as blocked) until an operator acts. Answers which.
+     */
+    async deadLettered(job: Pick<Job<DeliveryJob>, 'data'>): Promise<'skipped' | 'blocked' | 'unordered'> {
+      const key = job.data.orderKey;
+      if (key === undefined) return 'unordered';
+      if (onDeadLetter === 'skip') {
+        if (await advancePast(key, job.data.eventId)) hooks.skipped?.(key, job.data.eventId);
+        return 'skipped';
+      }
+      const [position] = await connection.webhookOrderPlace(sequenceOf(key), job.data.eventId);
+      if (position === 0 && (await connection.zadd(blockedKey, 'NX', Date.now(), key)) === 1) hooks.blocked?.(key, job.data.eventId);
+      return 'blocked';
+    },
+
+    /** The keys held back by a dead letter, oldest first (a key whose head is no longer a dead letter is dropped). */
+    async blocked(): Promise<BlockedKey[]> {
+      const entries = await connection.zrange(blockedKey, 0, -1, 'WITHSCORES');
+      const out: BlockedKey[] = [];
+      for (let i = 0; i < entries.length; i += 2) {
+        const key = entries[i]!;
+        const since = Number(entries[i + 1]);
+        const sequence = sequenceOf(key);
+        const [head, length] = await Promise.all([connection.lindex(sequence, 0), connection.llen(sequence)]);
+        if (!head || (await stateOf(head)) !== 'failed') {
+          await connection.zrem(blockedKey, key);
+          continue;
+        }
+        out.push({ key, eventId: head, since: new Date(since).toISOString(), waiting: length - 1 });
+      }
+      return out;
+    },
+
+    /**
+     * Lets a blocked key go on: its dead letter stays (to replay or discard later, then delivered
+     * outside the order) and the next delivery of the key goes. Undefined when the key is not blocked.
+     */
+    async release(key: string): Promise<{ key: string; eventId: string } | undefined> {
+      const head = await connection.lindex(sequenceOf(key), 0);
+      if (!head || (await stateOf(head)) !== 'failed') return undefined;
+      await advancePast(key, head);
+      return { key, eventId: head };
+    },
+
+    /** After a dead letter was discarded: if it headed its key, the next delivery goes. */
+    async discarded(job: Pick<Job<DeliveryJob>, 'data'>): Promise<void> {
+      if (job.data.orderKey !== undefined) await advancePast(job.data.orderKey, job.data.eventId);
+    },
+
+    /** How many keys are blocked, and since when the oldest (ms since 1970), for the metrics. */
+    async blockedSummary(): Promise<{ count: number; oldestMs?: number }> {
+      const [count, oldest] = await Promise.all([connection.zcard(blockedKey), connection.zrange(blockedKey, 0, 0, 'WITHSCORES')]);
+      return { count, oldestMs: oldest[1] !== undefined ? Number(oldest[1]) : undefined };
+    },
+  };
+}
+
+export type Sequencer = ReturnType<typeof createSequencer>;
