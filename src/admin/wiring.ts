@@ -3,6 +3,7 @@ import type { Registry } from 'prom-client';
 import type { Config } from '../config/schema';
 import type { Logger } from '../logging/logger';
 import { createMasker } from '../logging/mask';
+import { registerOrderingMetrics } from '../monitoring/ordering-metrics';
 import { registerQueueMetrics } from '../monitoring/queue-metrics';
 import { checkRedisDurability } from '../monitoring/redis-durability';
 import { createDeadLetters } from '../operations/dead-letters';
@@ -18,6 +19,7 @@ import { createAdminApp } from './app';
 export function wireAdmin(config: Config, pipeline: Pipeline, registry: Registry, logger: Logger, reloader?: Reloader): Express {
   const redis = pipeline.redis;
   const queueMetrics = registerQueueMetrics(registry, pipeline, redis);
+  registerOrderingMetrics(registry, pipeline);
   const checkDurability = () =>
     checkRedisDurability(redis).then(
       (d) => {
