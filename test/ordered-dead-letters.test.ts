@@ -145,6 +145,26 @@ describe('onDeadLetter: block', () => {
     await new Promise((r) => setTimeout(r, 600));
     expect(await gauges(f)).toEqual({ blocked: 0, oldest: 0 });
   }, 60000);
+
+  it('discard: discarding the dead letter at the head of a key lets the next delivery go at once', async () => {
+    w = await startWorld('block', ['D:1']);
+    const { f } = w;
+    const d1 = await notify(f, 'D', 1);
+    const later = [await notify(f, 'D', 2), await notify(f, 'D', 3)];
+    await deadLettered(f, d1);
+    await wakeAndReparked(f, later); // now parked behind the dead letter, for 120 s
+
+    const discardedAt = Date.now();
+    await request(f.admin).delete(`/admin/api/dead-letters/ledger/${d1}`).set(bearer).expect(200);
+    await waitUntil(() => deliveredSteps(w, 'D').length === 2, 3000, 'the next deliveries of the key, within 3 s of the discard');
+
+    expect(deliveredSteps(w, 'D')).toEqual([2, 3]);
+    expectEachAfterThePrevious(w, 'D', [2, 3]);
+    expect(Math.min(...requestsOf(w, 'D').filter((r) => r.step === 2).map((r) => r.at))).toBeGreaterThanOrEqual(discardedAt);
+    expect(requestsOf(w, 'D').filter((r) => r.step === 1).every((r) => !r.ok)).toBe(true); // never delivered
+    expect(await stateOf(f, d1)).toBe('missing');
+    expect(await f.pipeline.ordering('ledger')!.blocked()).toEqual([]);
+  }, 60000);
 });
 
 describe('onDeadLetter: skip', () => {

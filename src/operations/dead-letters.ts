@@ -35,7 +35,7 @@ const PAGE = 1000;
  * automatically). Replaying one retries the same job, so the event keeps its `webhook-id`, with a
  * fresh set of attempts.
  */
-export function createDeadLetters(pipeline: Pick<Pipeline, 'deliveryQueue' | 'deliveryQueues'>) {
+export function createDeadLetters(pipeline: Pick<Pipeline, 'deliveryQueue' | 'deliveryQueues' | 'ordering'>) {
   function selectedQueues(target?: string): [string, DeliveryQueue][] {
     if (target === undefined) return pipeline.deliveryQueues();
     const queue = pipeline.deliveryQueue(target);
@@ -87,7 +87,8 @@ export function createDeadLetters(pipeline: Pick<Pipeline, 'deliveryQueue' | 'de
    * Removes one dead letter for good: the delivery will not be attempted again (a resend could still
    * give the target a new one). Only a failed job is removed; one waiting, delayed, in flight or
    * delivered is no dead letter. A replay racing this call can still lose its job between the state
-   * check and the removal: BullMQ removes a job by id, whatever its state.
+   * check and the removal: BullMQ removes a job by id, whatever its state. For an ordered target, the
+   * next delivery of the key goes at once when the discarded one held it back.
    */
   async function discard(target: string, eventId: string): Promise<DeadLetter> {
     const queue = pipeline.deliveryQueue(target);
@@ -97,6 +98,8 @@ export function createDeadLetters(pipeline: Pick<Pipeline, 'deliveryQueue' | 'de
     const state = await job.getState();
     if (state !== 'failed') throw new NotDeadLetterError(`${target}/${eventId}`, state);
     await job.remove();
+    // If this fails, the delivery behind finds the head gone when it next wakes, and goes then.
+    await pipeline.ordering(target)?.discarded(job).catch(() => undefined);
     return deadLetterOf(target, job);
   }
 
