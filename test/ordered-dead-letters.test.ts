@@ -1,6 +1,12 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir, userInfo } from 'node:os';
+import path from 'node:path';
 import request from 'supertest';
+import { parse as parseYaml, stringify } from 'yaml';
+import { runCli } from '../src/cli/run';
 import { eventIdFor } from '../src/pipeline/ids';
 import { ADMIN_TEST_TOKEN, buildForwarding, waitUntil, type ForwardingHarness } from './support/forwarding-harness';
+import { LogCapture } from './support/harness';
 import { counterValue, scrapedValue } from './support/metric-value';
 import { FakePlatform } from './support/platform';
 import { TargetServer, type ReceivedRequest } from './support/target-server';
@@ -23,6 +29,9 @@ interface World {
   f: ForwardingHarness;
   target: TargetServer;
   failing: Set<string>;
+  /** Runs the CLI against this world's Redis and targets; its audit lines go to `cliAudit`. */
+  cli(...argv: string[]): Promise<{ code: number; lines: string[] }>;
+  cliAudit: LogCapture;
   close(): Promise<void>;
 }
 
@@ -32,14 +41,24 @@ async function startWorld(onDeadLetter: 'block' | 'skip', failing: string[]): Pr
     const { key, step } = parse(req);
     return { status: failed.has(`${key}:${step}`) ? 503 : 200 };
   });
-  const f = buildForwarding(platform, [
+  const targets = [
     { name: 'ledger', url: target.url, concurrency: 4, maxAttempts: 2, backoff: { initialMs: 20, maxMs: 50 }, order: { key: 'data.request_id', onDeadLetter } },
     { name: 'plain', url: target.url, events: ['fx.result'] },
-  ]);
+  ];
+  const f = buildForwarding(platform, targets);
+  const file = path.join(mkdtempSync(path.join(tmpdir(), 'ordered-')), 'config.yaml');
+  writeFileSync(file, stringify({ targets: targets.map((t) => ({ events: ['*'], ...t })) }));
+  const cliAudit = new LogCapture();
   return {
     f,
     target,
     failing: failed,
+    cliAudit,
+    async cli(...argv) {
+      const lines: string[] = [];
+      const code = await runCli(argv, { env: { CONFIG_FILE: file, REDIS_URL: f.config.redisUrl, QUEUE_PREFIX: f.config.queuePrefix }, out: (l) => lines.push(...l.split('\n')), log: cliAudit.stream });
+      return { code, lines };
+    },
     async close() {
       await f.close();
       await target.close();
@@ -126,10 +145,20 @@ describe('onDeadLetter: block', () => {
     expect(requestsOf(w, 'A').map((r) => [r.step, r.ok])).toEqual([[1, false], [1, false]]); // A:1's two attempts, nothing after
     expect(deliveredSteps(w, 'B')).toEqual([1, 2, 3]); // the other key went on meanwhile
     expect(f.receiver.logs.find((l) => String(l.message).startsWith('ordered delivery blocked'))).toMatchObject({ level: 'warn', target: 'ledger', orderKey: 'A', eventId: a1 });
+    const listed = await request(f.admin).get('/admin/api/targets/ledger/blocked').set(bearer).expect(200);
+    expect(listed.body).toEqual({ target: 'ledger', ordered: true, blocked: [{ key: 'A', eventId: a1, since: expect.any(String), waiting: 3 }] });
+    expect(Date.parse(listed.body.blocked[0].since)).toBeLessThanOrEqual(Date.now());
+    const table = await w.cli('target', 'blocked', 'ledger');
+    expect(table.code).toBe(0);
+    expect(table.lines[0]).toMatch(/^KEY\s+EVENT ID\s+SINCE\s+WAITING$/);
+    expect(table.lines.slice(2)).toEqual([`A    ${a1}  ${listed.body.blocked[0].since}  3`, '1 blocked key(s)']);
     await new Promise((r) => setTimeout(r, 600)); // the gauges are read at most every 500 ms
     const held = await gauges(f);
     expect(held.blocked).toBe(1);
     expect(held.oldest).toBeGreaterThan(0);
+    // The example alert rule watches that series, by target: it would fire on this value.
+    const rules = (parseYaml(readFileSync(path.join(__dirname, '../config/alerts.yml'), 'utf8')) as { groups: { rules: { alert: string; expr: string }[] }[] }).groups.flatMap((g) => g.rules);
+    expect(rules.find((r) => r.alert === 'WebhookOrderedKeysBlocked')?.expr).toBe('max by (target) (webhook_ordering_blocked_keys) > 0');
 
     w.failing.delete('A:1');
     const replayedAt = Date.now();
@@ -142,8 +171,77 @@ describe('onDeadLetter: block', () => {
     expectEachAfterThePrevious(w, 'A', [1, 2, 3, 4]);
     expect(Date.now() - replayedAt).toBeLessThan(10000);
     expect(requestsOf(w, 'B').every((r) => r.answeredAt < replayedAt)).toBe(true);
+    expect((await request(f.admin).get('/admin/api/targets/ledger/blocked').set(bearer).expect(200)).body.blocked).toEqual([]);
     await new Promise((r) => setTimeout(r, 600));
     expect(await gauges(f)).toEqual({ blocked: 0, oldest: 0 });
+  }, 60000);
+
+  it('lists blocked keys only with credentials, 404 for an unknown target, and none (ordered: false) for a target without order', async () => {
+    w = await startWorld('block', []);
+    const { f } = w;
+    await request(f.admin).get('/admin/api/targets/ledger/blocked').expect(401);
+    expect((await request(f.admin).get('/admin/api/targets/nope/blocked').set(bearer).expect(404)).body).toEqual({ error: 'unknown_target', message: 'no target named "nope"' });
+    expect((await request(f.admin).get('/admin/api/targets/plain/blocked').set(bearer).expect(200)).body).toEqual({ target: 'plain', ordered: false, blocked: [] });
+    expect((await request(f.admin).get('/admin/api/targets/ledger/blocked').set(bearer).expect(200)).body).toEqual({ target: 'ledger', ordered: true, blocked: [] });
+  });
+
+  it('release: the later deliveries of the key go on in order, its dead letter stays, and the release is audited', async () => {
+    const key = 'PAY/7 R'; // a key that needs URL-encoding in the path
+    w = await startWorld('block', [`${key}:1`, 'S:1']);
+    const { f } = w;
+    const r1 = await notify(f, key, 1);
+    for (let step = 2; step <= 3; step++) await notify(f, key, step);
+    const s1 = await notify(f, 'S', 1);
+    await notify(f, 'S', 2);
+    await deadLettered(f, r1);
+    await deadLettered(f, s1);
+    const listed = (await request(f.admin).get('/admin/api/targets/ledger/blocked').set(bearer).expect(200)).body as { blocked: { key: string; waiting: number }[] };
+    expect(listed.blocked.map((b) => [b.key, b.waiting]).sort()).toEqual([[key, 2], ['S', 1]]);
+    const release = (k: string, target = 'ledger') => request(f.admin).post(`/admin/api/targets/${target}/blocked/${encodeURIComponent(k)}/release`);
+
+    // A browser on another site may not release; nor may anyone without the credential.
+    await release(key).expect(401);
+    await release(key).set(bearer).set('sec-fetch-site', 'cross-site').expect(403);
+    const released = await release(key).set(bearer).expect(200);
+    expect(released.body).toEqual({ target: 'ledger', key, deadLetter: `ledger/${r1}` });
+    await waitUntil(() => deliveredSteps(w, key).length === 2, 5000, 'the released key delivered');
+
+    expect(deliveredSteps(w, key)).toEqual([2, 3]);
+    expectEachAfterThePrevious(w, key, [2, 3]);
+    expect(deliveredSteps(w, 'S')).toEqual([]); // the other blocked key stays held
+    expect((await f.deadLetters.list({ target: 'ledger' })).map((d) => d.eventId).sort()).toEqual([r1, s1].sort());
+    expect((await request(f.admin).get('/admin/api/targets/ledger/blocked').set(bearer).expect(200)).body.blocked.map((b: { key: string }) => b.key)).toEqual(['S']);
+    const audits = () => f.adminLogs.lines.filter((l) => l.audit === true && l.action === 'target.release');
+    expect(audits()).toEqual([expect.objectContaining({ message: 'admin action', principal: 'token', target: 'ledger', orderKey: key, items: [key], deadLetter: `ledger/${r1}`, at: expect.any(String) })]);
+
+    // Refusals: no longer blocked, unknown target, a target without order; each one audited.
+    expect((await release(key).set(bearer).expect(404)).body).toEqual({ error: 'not_blocked', message: `key "${key}" of target "ledger" is not blocked` });
+    expect((await release('S', 'nope').set(bearer).expect(404)).body.error).toBe('unknown_target');
+    expect((await release('S', 'plain').set(bearer).expect(409)).body).toEqual({ error: 'not_ordered', message: 'target "plain" does not order its deliveries (no order in its settings)' });
+    expect(audits().slice(1).map((l) => [l.target, l.refused])).toEqual([
+      ['ledger', `key "${key}" of target "ledger" is not blocked`],
+      ['nope', 'no target named "nope"'],
+      ['plain', 'target "plain" does not order its deliveries (no order in its settings)'],
+    ]);
+
+    // The CLI: the same, audited as cli:<user>; a target without order has nothing to list.
+    expect(await w.cli('target', 'blocked', 'plain')).toEqual({ code: 0, lines: ['plain: no order in its settings, so no key can be blocked'] });
+    expect(await w.cli('target', 'release', 'ledger', 'S')).toEqual({ code: 0, lines: [`released  ledger key "S": its later deliveries go on; the dead letter ledger/${s1} stays`] });
+    await waitUntil(() => deliveredSteps(w, 'S').length === 1, 5000, 'S released by the CLI');
+    expect(deliveredSteps(w, 'S')).toEqual([2]);
+    expect(await w.cli('target', 'release', 'ledger', 'S')).toEqual({ code: 1, lines: ['not released  key "S" of target "ledger" is not blocked'] });
+    const cliAudits = w.cliAudit.lines.filter((l) => l.audit === true && l.action === 'target.release');
+    expect(cliAudits.map((l) => [l.principal, l.orderKey, l.deadLetter, l.refused])).toEqual([
+      [`cli:${userInfo().username}`, 'S', `ledger/${s1}`, undefined],
+      [`cli:${userInfo().username}`, 'S', undefined, 'key "S" of target "ledger" is not blocked'],
+    ]);
+    expect((await w.cli('target', 'blocked', 'ledger')).lines.at(-1)).toBe('0 blocked key(s)');
+
+    // The dead letter kept by the release is delivered when replayed, outside the order (after 2 and 3).
+    w.failing.delete(`${key}:1`);
+    await request(f.admin).post('/admin/api/dead-letters/replay').set(bearer).send({ ids: [`ledger/${r1}`] }).expect(200);
+    await waitUntil(() => deliveredSteps(w, key).length === 3, 5000, 'the released dead letter delivered on replay');
+    expect(deliveredSteps(w, key)).toEqual([2, 3, 1]);
   }, 60000);
 
   it('discard: discarding the dead letter at the head of a key lets the next delivery go at once', async () => {
@@ -163,7 +261,7 @@ describe('onDeadLetter: block', () => {
     expect(Math.min(...requestsOf(w, 'D').filter((r) => r.step === 2).map((r) => r.at))).toBeGreaterThanOrEqual(discardedAt);
     expect(requestsOf(w, 'D').filter((r) => r.step === 1).every((r) => !r.ok)).toBe(true); // never delivered
     expect(await stateOf(f, d1)).toBe('missing');
-    expect(await f.pipeline.ordering('ledger')!.blocked()).toEqual([]);
+    expect((await request(f.admin).get('/admin/api/targets/ledger/blocked').set(bearer).expect(200)).body.blocked).toEqual([]);
   }, 60000);
 });
 

@@ -5,6 +5,7 @@ import type { Registry } from 'prom-client';
 import type { Logger } from '../logging/logger';
 import type { DeadLetters } from '../operations/dead-letters';
 import type { Quarantine } from '../operations/quarantine';
+import { createBlockedKeys } from '../operations/blocked-keys';
 import { createRecovery } from '../operations/recovery';
 import type { Reloader } from '../operations/reload';
 import type { Resender } from '../operations/resend';
@@ -82,12 +83,13 @@ export function createAdminApp(deps: AdminDeps): Express {
   const api = express.Router();
   api.use(guard, sameOriginWrites, helmet(), express.json({ limit: '1mb' }));
   api.use('/queues', queueRoutes(deps.pipeline, deps.targets));
-  const recovery = createRecovery({ deadLetters: deps.deadLetters, quarantine: deps.quarantine, targets: deps.targets, resender: deps.resender, logger: deps.logger });
+  const blockedKeys = createBlockedKeys(deps.pipeline);
+  const recovery = createRecovery({ deadLetters: deps.deadLetters, quarantine: deps.quarantine, targets: deps.targets, blockedKeys, resender: deps.resender, logger: deps.logger });
   api.use('/events', eventRoutes(deps.pipeline, deps.mask, recovery));
   api.use('/config', configRoutes(deps.reloader));
   api.use('/dead-letters', deadLetterRoutes(deps.deadLetters, recovery));
   api.use('/quarantine', quarantineRoutes(deps.quarantine, recovery));
-  api.use('/targets', targetRoutes(deps.targets, recovery));
+  api.use('/targets', targetRoutes(deps.targets, blockedKeys, recovery));
   app.use('/admin/api', api);
 
   app.use((_req, res) => {

@@ -1,6 +1,7 @@
 import type { Config } from '../config/schema';
 import type { Actor } from '../logging/audit';
 import type { Logger } from '../logging/logger';
+import { createBlockedKeys } from '../operations/blocked-keys';
 import { createDeadLetters } from '../operations/dead-letters';
 import { createQuarantine } from '../operations/quarantine';
 import { createRecovery, type Recovery } from '../operations/recovery';
@@ -23,6 +24,7 @@ export function recoveryFor(ctx: OperatorContext, pipeline: Pipeline): Recovery 
     deadLetters: createDeadLetters(pipeline),
     quarantine: createQuarantine(pipeline),
     targets: createTargetControl(pipeline),
+    blockedKeys: createBlockedKeys(pipeline),
     resender: createResender(pipeline),
     logger: ctx.logger,
   });

@@ -51,6 +51,8 @@ given --defaults):
   quarantine list                    verified notifications that are not valid JSON or fail their schema
   quarantine replay <id> [--body F]  queue it again, as it is or with a corrected body from file F
   target list | pause <name> | resume <name>
+  target blocked <name>              an ordered target's keys held back by a dead letter (onDeadLetter: block)
+  target release <name> <key>        let the key's later deliveries go on; its dead letter stays
 `;
 
 export interface CliIo extends OperatorEnv {

@@ -1,5 +1,6 @@
 import { writeAudit, type Actor } from '../logging/audit';
 import type { Logger } from '../logging/logger';
+import type { BlockedKeys } from './blocked-keys';
 import type { DeadLetterFilter, DeadLetters } from './dead-letters';
 import type { Quarantine } from './quarantine';
 import type { Resender } from './resend';
@@ -9,11 +10,11 @@ export type DeadLetterSelection = { ids: readonly string[] } | ({ all: true } & 
 
 /**
  * The operator's recoveries (replay or discard dead letters, replay quarantined notifications, pause
- * and resume a target), each written to the audit log with who acted and what it touched. The admin API and
+ * and resume a target, release an ordering key blocked by a dead letter), each written to the audit log with who acted and what it touched. The admin API and
  * the CLI both go through here, so their audit lines are the same.
  */
-export function createRecovery(deps: { deadLetters: DeadLetters; quarantine: Quarantine; targets: TargetControl; resender: Resender; logger: Logger }) {
-  const { deadLetters, quarantine, targets, resender, logger } = deps;
+export function createRecovery(deps: { deadLetters: DeadLetters; quarantine: Quarantine; targets: TargetControl; blockedKeys: BlockedKeys; resender: Resender; logger: Logger }) {
+  const { deadLetters, quarantine, targets, blockedKeys, resender, logger } = deps;
   return {
     async replayDeadLetters(actor: Actor, selection: DeadLetterSelection) {
       const result = 'ids' in selection ? await deadLetters.replay(selection.ids) : await deadLetters.replayMatching(selection);
@@ -66,6 +67,21 @@ export function createRecovery(deps: { deadLetters: DeadLetters; quarantine: Qua
     async setTargetPaused(actor: Actor, target: string, paused: boolean): Promise<void> {
       await (paused ? targets.pause(target) : targets.resume(target));
       writeAudit(logger, actor, paused ? 'target.pause' : 'target.resume', { target, items: [target] });
+    },
+
+    /**
+     * Lets an ordering key's later deliveries go on past its dead letter, which stays (`deadLetter`).
+     * A refused release (unknown target, not ordered, not blocked) is audited too.
+     */
+    async releaseBlockedKey(actor: Actor, target: string, key: string) {
+      try {
+        const released = await blockedKeys.release(target, key);
+        writeAudit(logger, actor, 'target.release', { target, orderKey: key, items: [key], deadLetter: `${target}/${released.eventId}` });
+        return released;
+      } catch (err) {
+        writeAudit(logger, actor, 'target.release', { target, orderKey: key, items: [key], refused: (err as Error).message });
+        throw err;
+      }
     },
   };
 }

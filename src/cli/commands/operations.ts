@@ -4,6 +4,7 @@ import { createMasker } from '../../logging/mask';
 import { findEvent } from '../../operations/event-lookup';
 import { createQuarantine } from '../../operations/quarantine';
 import { summariseQueues } from '../../operations/queue-summary';
+import { createBlockedKeys, KeyNotBlockedError, NotOrderedError } from '../../operations/blocked-keys';
 import type { ResendOutcome } from '../../operations/resend';
 import { createTargetControl } from '../../operations/targets';
 import { recoveryFor, type OperatorContext } from '../operator-context';
@@ -97,10 +98,13 @@ export function quarantineCommand(ctx: OperatorContext, args: string[]): Promise
   });
 }
 
-/** `target pause <name>`, `target resume <name>`, `target list`. */
+/**
+ * `target pause <name>`, `target resume <name>`, `target list`; for an ordered target, `target blocked
+ * <name>` (its keys held back by a dead letter) and `target release <name> <key>`.
+ */
 export function targetCommand(ctx: OperatorContext, args: string[]): Promise<number> {
   const { config, out } = ctx;
-  const [sub, name] = args;
+  const [sub, name, key] = args;
   return withQueues(config, async (pipeline) => {
     const control = createTargetControl(pipeline);
     if (sub === 'list') {
@@ -112,6 +116,27 @@ export function targetCommand(ctx: OperatorContext, args: string[]): Promise<num
       out(`${name}: ${sub === 'pause' ? 'paused' : 'resumed'}`);
       return 0;
     }
-    throw new Error('target takes list, pause <name> or resume <name>');
+    if (sub === 'blocked' && name) {
+      const { ordered, blocked } = await createBlockedKeys(pipeline).list(name);
+      if (!ordered) {
+        out(`${name}: no order in its settings, so no key can be blocked`);
+        return 0;
+      }
+      out(formatTable(['KEY', 'EVENT ID', 'SINCE', 'WAITING'], blocked.map((b) => [b.key, b.eventId, b.since, b.waiting])));
+      out(`${blocked.length} blocked key(s)`);
+      return 0;
+    }
+    if (sub === 'release' && name && key !== undefined) {
+      try {
+        const released = await recoveryFor(ctx, pipeline).releaseBlockedKey(ctx.actor, name, key);
+        out(`released  ${name} key ${JSON.stringify(key)}: its later deliveries go on; the dead letter ${name}/${released.eventId} stays`);
+        return 0;
+      } catch (err) {
+        if (!(err instanceof KeyNotBlockedError || err instanceof NotOrderedError)) throw err;
+        out(`not released  ${err.message}`);
+        return 1;
+      }
+    }
+    throw new Error('target takes list, pause <name>, resume <name>, blocked <name> or release <name> <key>');
   });
 }
