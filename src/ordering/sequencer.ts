@@ -1,3 +1,4 @@
+/// <reference path="../pipeline/bullmq-scripts.d.ts" />
 import type { Job } from 'bullmq';
 import type { Result } from 'ioredis';
 import type { Target } from '../forwarding/target-schema';
@@ -7,11 +8,12 @@ import type { DeliveryQueue } from '../pipeline/queues';
 import type { RedisClient } from '../redis/connect';
 import { keyDigest } from './key';
 import { PARKED_BEHIND_MS, PARKED_NEXT_MS } from './park';
+import { promote } from 'bullmq/dist/cjs/scripts/promote-9';
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
     webhookOrderPlace(sequence: string, eventId: string): Result<[number, string | null], Context>;
-    webhookOrderPop(sequence: string, blocked: string, eventId: string, key: string): Result<[number, string | null], Context>;
+    webhookOrderPop(...args: (string | number)[]): Result<[number, string | null], Context>;
   }
 }
 
@@ -20,17 +22,26 @@ const PLACE = `local pos = redis.call('LPOS', KEYS[1], ARGV[1])
 return {pos or -1, redis.call('LINDEX', KEYS[1], 0)}`;
 
 /**
- * Takes the event off the head of its sequence, if it is the head, and unblocks the key; answers
- * whether it did and which event heads the sequence now. An empty sequence is gone (Redis removes an
- * empty list), so a key costs nothing once its deliveries are done.
+ * Takes the event off the head of its sequence, if it is the head, unblocks the key, and wakes the
+ * delivery that heads the sequence now if it is parked (BullMQ's own promote script, embedded as a
+ * local function, as \`job.promote()\` runs it); answers whether it popped and which event heads the
+ * sequence now. An empty sequence is gone (Redis removes an empty list), so a key costs nothing once
+ * its deliveries are done.
+ * KEYS[1] the sequence; KEYS[2] the target's blocked keys; KEYS[3..11] promote's keys, when given.
+ * ARGV[1] the event id; ARGV[2] the key value; ARGV[3] the queue's key prefix (promote's ARGV[1]).
  */
-const POP = `local popped = 0
+const POP = `local function bullPromote(KEYS, ARGV)
+${promote.content}
+end
+local popped = 0
 if redis.call('LINDEX', KEYS[1], 0) == ARGV[1] then
   redis.call('LPOP', KEYS[1])
   redis.call('ZREM', KEYS[2], ARGV[2])
   popped = 1
 end
-return {popped, redis.call('LINDEX', KEYS[1], 0)}`;
+local head = redis.call('LINDEX', KEYS[1], 0)
+if head and #KEYS > 2 then bullPromote({unpack(KEYS, 3)}, {ARGV[3], head}) end
+return {popped, head}`;
 
 export type Turn = { deliver: true } | { deliver: false; parkMs: number; behind: string };
 
@@ -63,7 +74,7 @@ export interface SequencerHooks {
  */
 export function createSequencer(target: Target, connection: RedisClient, prefix: string, queue: () => DeliveryQueue | undefined, hooks: SequencerHooks = {}) {
   connection.defineCommand('webhookOrderPlace', { lua: PLACE, numberOfKeys: 1 });
-  connection.defineCommand('webhookOrderPop', { lua: POP, numberOfKeys: 2 });
+  connection.defineCommand('webhookOrderPop', { lua: POP });
   const blockedKey = ownKeys.orderBlocked(prefix, target.name);
   const sequenceOf = (key: string) => ownKeys.orderSequence(prefix, target.name, keyDigest(key));
   const onDeadLetter = target.order?.onDeadLetter ?? 'block';
@@ -73,17 +84,19 @@ export function createSequencer(target: Target, connection: RedisClient, prefix:
     return job ? job.getState() : 'missing';
   }
 
-  /** Takes `eventId` off the head of the key's sequence (if it heads it) and wakes the next in line. */
+  /**
+   * Takes `eventId` off the head of the key's sequence (if it heads it) and wakes the next in line, in
+   * one script call. Without the queue (a target being reconfigured) the next wakes by itself.
+   */
   async function advancePast(key: string, eventId: string): Promise<boolean> {
-    const [popped, next] = await connection.webhookOrderPop(sequenceOf(key), blockedKey, eventId, key);
-    if (next) await wake(next);
+    const q = queue();
+    const k = q?.keys;
+    const promoteKeys = k ? [k.delayed, k.wait, k.paused, k.meta, k.prioritized, k.active, k.pc, k.events, k.marker] : [];
+    // Keys in the order promote-9 declares them (as BullMQ's own Job.promote passes them).
+    if (promoteKeys.some((x) => !x)) promoteKeys.length = 0;
+    const keys = [sequenceOf(key), blockedKey, ...(promoteKeys as string[])];
+    const [popped] = await connection.webhookOrderPop(keys.length, ...keys, eventId, key, q ? q.toKey('') : '');
     return popped === 1;
-  }
-
-  async function wake(eventId: string): Promise<void> {
-    const job = await queue()?.getJob(eventId);
-    // Not parked (already waiting, or taken): nothing to wake; a parked one that is missed wakes by itself.
-    if (job && (await job.isDelayed())) await job.promote().catch(() => undefined);
   }
 
   return {

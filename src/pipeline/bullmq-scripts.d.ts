@@ -6,3 +6,6 @@ declare module 'bullmq/dist/cjs/scripts/addStandardJob-9' {
 declare module 'bullmq/dist/cjs/scripts/addDelayedJob-6' {
   export const addDelayedJob: { name: string; content: string; keys: number };
 }
+declare module 'bullmq/dist/cjs/scripts/promote-9' {
+  export const promote: { name: string; content: string; keys: number };
+}
