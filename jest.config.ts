@@ -5,6 +5,9 @@ const config: Config = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
+  // test/timing compares wall-clock rates, which another test file on the other core would skew:
+  // `npm test` runs them afterwards on their own (jest.timing.config.ts).
+  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/timing/'],
   transform: { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022' } }] },
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
