@@ -38,12 +38,15 @@ describe('ordered delivery in one process', () => {
     await Promise.all(keys.map(async (key) => {
       for (let step = 1; step <= 5; step++) await notify(f, key, step);
     }));
-    await waitUntil(() => target.successes().length === 50, 30000, 'all 50 delivered');
+    await waitUntil(() => new Set(target.successes().map((r) => r.headers['webhook-id'])).size >= 50, 30000, 'all 50 delivered');
 
     const seen = target.requests.map(parse);
     for (const key of keys) {
       const mine = seen.filter((r) => r.key === key);
-      expect(mine.filter((r) => r.ok).map((r) => r.step)).toEqual([1, 2, 3, 4, 5]);
+      // A 2xx that came after our timeout is delivered again at once (at least once): an immediate
+      // repeat of the same step is not out of order.
+      const delivered = mine.filter((r) => r.ok).map((r) => r.step).filter((step, i, all) => step !== all[i - 1]);
+      expect(delivered).toEqual([1, 2, 3, 4, 5]);
       // No step was attempted before the one before it succeeded.
       for (let step = 2; step <= 5; step++) {
         const firstTry = Math.min(...mine.filter((r) => r.step === step).map((r) => r.at));

@@ -45,7 +45,9 @@ function orderFindings(seen: Seen[], prefix: string): { wrongOrder: string[]; ea
   for (let k = 0; k < KEYS; k++) {
     const key = `${prefix}-${k}`;
     const mine = seen.filter((r) => r.key === key);
-    const delivered = mine.filter((r) => r.ok).map((r) => r.step);
+    // A 2xx that came after our timeout is delivered again at once (at least once): an immediate
+    // repeat of the same step is not out of order.
+    const delivered = mine.filter((r) => r.ok).map((r) => r.step).filter((step, i, all) => step !== all[i - 1]);
     if (delivered.join(',') !== Array.from({ length: STEPS }, (_, i) => i + 1).join(',')) wrongOrder.push(`${key}: ${delivered.join(',')}`);
     for (let step = 2; step <= STEPS; step++) {
       const firstTry = Math.min(...mine.filter((r) => r.step === step).map((r) => r.at));
@@ -108,6 +110,11 @@ describe('ordered delivery across two receiver and two worker processes', () => 
     return target.successes().filter((r) => r.body.includes(`"${prefix}-`));
   }
 
+  /** Distinct notifications delivered (a late 2xx after our timeout is delivered again). */
+  function deliveredCount(target: TargetServer, prefix: string): number {
+    return new Set(successesOf(target, prefix).map((r) => r.headers['webhook-id'])).size;
+  }
+
   async function targetAction(name: string, action: 'pause' | 'resume'): Promise<void> {
     const admin = started[0]!.adminPort;
     const res = await fetch(`http://127.0.0.1:${admin}/admin/api/targets/${name}/${action}`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` } });
@@ -117,10 +124,10 @@ describe('ordered delivery across two receiver and two worker processes', () => 
   it('delivers every key in send order while notifications still arrive, and tries no step before the one before it succeeded', async () => {
     await sendAll('LIVE');
     const total = KEYS * STEPS;
-    await Promise.all([fast, slow].map((t) => t.waitFor(() => successesOf(t, 'LIVE').length >= total, 90000)));
+    await Promise.all([fast, slow].map((t) => t.waitFor(() => deliveredCount(t, 'LIVE') >= total, 90000)));
     for (const target of [fast, slow]) {
       const seen = seenAt(target).filter((r) => r.key.startsWith('LIVE-'));
-      expect(seen.filter((r) => r.ok)).toHaveLength(total);
+      expect(new Set(seen.filter((r) => r.ok).map((r) => `${r.key}/${r.step}`)).size).toBe(total);
       expect(orderFindings(seen, 'LIVE')).toEqual({ wrongOrder: [], early: [] });
       expect(seen.length).toBeGreaterThan(total); // the 503s happened, so retries were in the order's way
     }
@@ -134,7 +141,7 @@ describe('ordered delivery across two receiver and two worker processes', () => 
     const startedAt = Date.now();
     await Promise.all(['fast', 'slow'].map((t) => targetAction(t, 'resume')));
     const drained = async (t: TargetServer) => {
-      await t.waitFor(() => successesOf(t, 'DRAIN').length >= total, 90000);
+      await t.waitFor(() => deliveredCount(t, 'DRAIN') >= total, 90000);
       return Math.max(...successesOf(t, 'DRAIN').map((r) => r.answeredAt ?? 0)) - startedAt;
     };
     const [fastMs, slowMs] = await Promise.all([drained(fast), drained(slow)]);
