@@ -10,13 +10,18 @@ import { createBaselineProducer } from './baseline-producer';
 import type { VerifiedRequest } from './event-job';
 import { uniqueSampleBody } from './bodies';
 import { pipelineOptionsFor, serviceDefaults } from './service-defaults';
+import { ORDER_FIELD } from './workdir';
+import { targetSchema, type Target } from '../src/forwarding/target-schema';
 
 /** Queues one verified request; resolves false when it was not newly accepted. */
 type Enqueue = (request: VerifiedRequest) => Promise<boolean>;
 
-/** The service's own pipeline (src/pipeline: its job, ids, options and de-duplication), as the receiver queues. */
-function servicePipeline(connection: RedisClient, prefix: string) {
-  const pipeline = createPipeline(connection, pipelineOptionsFor(serviceDefaults(), prefix));
+/**
+ * The service's own pipeline (src/pipeline: its job, ids, options, de-duplication and fan-out), as the
+ * receiver queues, with the targets of the worker that drains it.
+ */
+function servicePipeline(connection: RedisClient, prefix: string, targets: Target[]) {
+  const pipeline = createPipeline(connection, { ...pipelineOptionsFor(serviceDefaults(), prefix), targets });
   const enqueue: Enqueue = async (r) => {
     const definition = EVENT_TABLE.find((e) => e.type === r.eventType)!;
     const parsed = parsePayload(definition, r.body.toString('utf8'));
@@ -43,13 +48,21 @@ function baselineProducer(connection: RedisClient, prefix: string) {
  * through its own pipeline, the raw worker's through the baseline producer. Signing is skipped
  * (workers never verify); the signature header gets a random value of the real length.
  */
-export async function enqueueBacklog(kind: 'service' | 'baseline', redisUrl: string, prefix: string, count: number): Promise<{ seconds: number }> {
+export interface BacklogOptions {
+  /** The service's targets (bench/workdir.ts benchTargets). */
+  targets: Record<string, unknown>[];
+  /** Spread the events over this many ordering keys (`data.bench_key`); 0: none. */
+  orderKeys: number;
+}
+
+export async function enqueueBacklog(kind: 'service' | 'baseline', redisUrl: string, prefix: string, count: number, opts: BacklogOptions): Promise<{ seconds: number }> {
   const connection = createRedisConnector({ ...serviceDefaults(), redisUrl }).open('producer');
   await new Promise<void>((resolve, reject) => {
     connection.once('ready', resolve);
     connection.once('error', reject);
   });
-  const producer = kind === 'service' ? servicePipeline(connection, prefix) : baselineProducer(connection, prefix);
+  const targets = opts.targets.map((t) => targetSchema.parse(t));
+  const producer = kind === 'service' ? servicePipeline(connection, prefix, targets) : baselineProducer(connection, prefix);
   const started = performance.now();
   let next = 0;
   let notAccepted = 0;
@@ -59,7 +72,7 @@ export async function enqueueBacklog(kind: 'service' | 'baseline', redisUrl: str
       const i = next++;
       const definition = EVENT_TABLE[i % EVENT_TABLE.length];
       if (!definition) throw new Error('empty event table');
-      if (!(await producer.enqueue(request(definition.type, definition.path)))) notAccepted++;
+      if (!(await producer.enqueue(request(definition.type, definition.path, opts.orderKeys > 0 ? `K${i % opts.orderKeys}` : undefined)))) notAccepted++;
     }
   };
   try {
@@ -72,13 +85,19 @@ export async function enqueueBacklog(kind: 'service' | 'baseline', redisUrl: str
   return { seconds: (performance.now() - started) / 1000 };
 }
 
-function request(eventType: EventType, path: string): VerifiedRequest {
+function request(eventType: EventType, path: string, orderKey?: string): VerifiedRequest {
   const nonce = randomNonce();
   const now = Date.now();
+  let { body } = uniqueSampleBody(eventType);
+  if (orderKey !== undefined) {
+    const parsed = JSON.parse(body) as { data: Record<string, unknown> };
+    parsed.data[ORDER_FIELD] = orderKey;
+    body = JSON.stringify(parsed);
+  }
   return {
     eventType,
     path,
-    body: Buffer.from(uniqueSampleBody(eventType).body),
+    body: Buffer.from(body),
     timestamp: now,
     nonce,
     signatureHeaders: {

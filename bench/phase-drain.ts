@@ -8,14 +8,18 @@ import { censusKeys, expireExpiringKeys, memoryUsage } from './redis';
 import type { DrainFigures, DrainPhase, MaybeDrain } from './results';
 import { RssSampler, rssOf, toMB } from './rss';
 import { startRawWorkerProcess, startService, type Subject } from './subjects';
+import { benchTargets } from './workdir';
 
 type Kind = 'service' | 'baseline';
 
-async function startDrainer(ctx: BenchContext, kind: Kind, prefix: string, label: string): Promise<Subject> {
+/** Events of an ordered drain spread over this many ordering keys (issue 12's bench figure). */
+export const ORDERED_DRAIN_KEYS = 1000;
+
+async function startDrainer(ctx: BenchContext, kind: Kind, prefix: string, label: string, orderKeys: number): Promise<Subject> {
   if (kind === 'baseline') {
     return startRawWorkerProcess({ redisUrl: ctx.redis.url, prefix, sinkUrl: ctx.sink.url, concurrency: ctx.options.drain.rawWorkerConcurrency });
   }
-  const configFile = ctx.workdir.writeServiceConfig(ctx.sink.url, ctx.options.drain.targetConcurrency);
+  const configFile = ctx.workdir.writeServiceConfig(ctx.sink.url, ctx.options.drain.targetConcurrency, orderKeys);
   return startService({
     redisUrl: ctx.redis.url,
     publicKeyFile: ctx.workdir.publicKeyFile,
@@ -33,17 +37,18 @@ async function startDrainer(ctx: BenchContext, kind: Kind, prefix: string, label
  * still holds right after the drain, once retention has removed completed jobs, and once the keys
  * with a TTL (de-duplication, request-id index) have gone too, each against its starting level.
  */
-async function drainRun(ctx: BenchContext, kind: Kind, backlog: number, label: string): Promise<MaybeDrain> {
+async function drainRun(ctx: BenchContext, kind: Kind, backlog: number, label: string, orderKeys = 0): Promise<MaybeDrain> {
   await ctx.redis.flush();
   await ctx.sink.reset();
   const prefix = `${label}${kind}`;
   const redisStart = await ctx.redis.usedMemory();
-  const { seconds: enqueueSec } = await enqueueBacklog(kind, ctx.redis.url, prefix, backlog);
+  const targets = benchTargets(ctx.sink.url, ctx.options.drain.targetConcurrency, orderKeys);
+  const { seconds: enqueueSec } = await enqueueBacklog(kind, ctx.redis.url, prefix, backlog, { targets, orderKeys });
   const redisQueued = await ctx.redis.usedMemory();
   ctx.log(`${label} ${kind}: ${backlog} events queued in ${enqueueSec.toFixed(1)} s, ${((redisQueued - redisStart) / backlog).toFixed(0)} B each`);
 
   const spawnedAt = Date.now();
-  const subject = await startDrainer(ctx, kind, prefix, `${label}-${kind}`);
+  const subject = await startDrainer(ctx, kind, prefix, `${label}-${kind}`, orderKeys);
   const rss = new RssSampler(subject.pid, 500);
   const drained = (async () => {
     // Bounded by a floor rate of 100 events/s, and by 60 s without progress.
@@ -104,8 +109,15 @@ async function drainRun(ctx: BenchContext, kind: Kind, backlog: number, label: s
   return figures;
 }
 
-export async function runDrainPhase(ctx: BenchContext, backlog: number, label: string): Promise<DrainPhase> {
+/**
+ * The raw worker and the service drain the same backlog; with `ordered`, the service drains it a
+ * second time to a target ordered by a key that spreads the events over {@link ORDERED_DRAIN_KEYS}.
+ */
+export async function runDrainPhase(ctx: BenchContext, backlog: number, label: string, ordered = false): Promise<DrainPhase> {
   const baseline = await drainRun(ctx, 'baseline', backlog, label);
   const service = ctx.forwarding ? await drainRun(ctx, 'service', backlog, label) : { skipped: FORWARDING_MISSING };
-  return { backlog, service, baseline };
+  if (!ordered) return { backlog, service, baseline };
+  const keys = Math.min(ORDERED_DRAIN_KEYS, backlog);
+  const orderedRun = ctx.forwarding ? await drainRun(ctx, 'service', backlog, `${label}ordered`, keys) : { skipped: FORWARDING_MISSING };
+  return { backlog, service, baseline, ordered: { keys, drain: orderedRun } };
 }

@@ -113,6 +113,11 @@ export function buildRows(res: BenchResult): TableRow[] {
       false,
     );
     row(sec, 'RSS max MB', s?.rssMaxMB, b?.rssMaxMB);
+    if (d.ordered) {
+      const o = drained(d.ordered.drain);
+      // The service's unordered drain is the first row of this section.
+      row(sec, `events/s delivered, ordered target (${d.ordered.keys.toLocaleString('en-US')} keys)`, o?.eventsPerSec ?? skippedText(d.ordered.drain), b?.eventsPerSec, '', null, false);
+    }
   };
   drainRows('drain', res.drain);
   if (res.growth) {

@@ -100,6 +100,8 @@ export interface DrainPhase {
   backlog: number;
   service: MaybeDrain;
   baseline: MaybeDrain;
+  /** The same backlog drained by the service to a target with `order`, the events spread over `keys` keys. */
+  ordered?: { keys: number; drain: MaybeDrain };
 }
 
 export interface SoakFigures {

@@ -5,6 +5,19 @@ import path from 'node:path';
 import { stringify } from 'yaml';
 import { generateTestKeyPair } from '../src/signing/keypair';
 
+/** The field of a backlog body that an ordered drain orders by (bench/backlog.ts fills it). */
+export const ORDER_FIELD = 'bench_key';
+
+/**
+ * The service's targets in the bench: one, the sink, subscribed to every event type; with `orderKeys`,
+ * ordered by `data.bench_key` (the backlog spreads its events over that many keys). The backlog's
+ * producer fans out to the same targets as the worker that drains it, as a receiver would.
+ */
+export function benchTargets(sinkUrl: string, concurrency: number, orderKeys = 0): Record<string, unknown>[] {
+  const order = orderKeys > 0 ? { order: { key: `data.${ORDER_FIELD}` } } : {};
+  return [{ name: 'sink', url: sinkUrl, events: ['*'], concurrency, format: 'standard', ...order }];
+}
+
 /**
  * A temporary folder for one run: the test platform key pair, the service's config file and the
  * files that carry presigned requests to the load generator.
@@ -24,10 +37,10 @@ export class Workdir {
     return path.join(this.dir, name);
   }
 
-  /** The service's CONFIG_FILE: one target, the sink, subscribed to every event type. */
-  writeServiceConfig(sinkUrl: string, concurrency: number): string {
+  /** The service's CONFIG_FILE: the targets of {@link benchTargets}. */
+  writeServiceConfig(sinkUrl: string, concurrency: number, orderKeys = 0): string {
     const file = this.file('service.yaml');
-    const config = { targets: [{ name: 'sink', url: sinkUrl, events: ['*'], concurrency, format: 'standard' }] };
+    const config = { targets: benchTargets(sinkUrl, concurrency, orderKeys) };
     writeFileSync(file, stringify(config));
     return file;
   }
