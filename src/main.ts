@@ -7,6 +7,9 @@ import { keyPrefix } from './pipeline/names';
 import { createRedisConnector } from './redis/connect';
 import { startService } from './service';
 
+/** What a shutdown may take beyond the receiver's and the workers' own bounds before the process leaves anyway. */
+const SHUTDOWN_MARGIN_MS = 5000;
+
 async function main(): Promise<void> {
   let config;
   let keys;
@@ -36,6 +39,15 @@ async function main(): Promise<void> {
     stopping = true;
     logger.info('shutting down', { signal });
     logger.repeated.flush();
+    // The receiver's and the workers' bounds, then a margin for the queues: a close that waits on a
+    // Redis that does not answer must not keep the process (and its orchestrator) waiting for ever.
+    // Leaving is safe: nothing unacknowledged was ever answered 200, and in-flight deliveries are
+    // picked up again once their lock expires.
+    const boundMs = config.shutdownTimeoutMs + config.worker.shutdownTimeoutMs + SHUTDOWN_MARGIN_MS;
+    setTimeout(() => {
+      logger.error('shutdown did not finish in time (is Redis reachable?); exiting anyway: in-flight deliveries are picked up again after their lock expires', { boundMs });
+      process.exit(1);
+    }, boundMs).unref();
     service
       .close()
       .then(() => {

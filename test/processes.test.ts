@@ -79,6 +79,24 @@ describe('worker processes', () => {
     expect(erp.successes()).toHaveLength(1);
     expect(all.lines.find((l) => l.message === 'delivered')).toBeDefined();
   });
+
+  it('when Redis does not answer, then SIGTERM still ends the process within its shutdown bounds', async () => {
+    const env = baseEnv([{ name: 'erp', url: 'http://127.0.0.1:9/hook', events: ['*'] }]);
+    const bounds = { SHUTDOWN_TIMEOUT_MS: '500', WORKER_SHUTDOWN_TIMEOUT_MS: '500' };
+    const reachable = await service({ ...env, ...bounds });
+    // Port 9 (discard) refuses connections: its connections and workers keep retrying.
+    const unreachable = await service({ ...env, ...bounds, REDIS_URL: 'redis://127.0.0.1:9' });
+    await new Promise((r) => setTimeout(r, 1500));
+
+    const started = Date.now();
+    const exit = await unreachable.kill('SIGTERM');
+
+    // 500 + 500 ms of the two bounds and the 5 s margin, with room for a loaded machine.
+    expect(Date.now() - started).toBeLessThan(9000);
+    expect(exit).toBe(1);
+    expect(unreachable.lines.find((l) => l.message === 'shutdown did not finish in time (is Redis reachable?); exiting anyway: in-flight deliveries are picked up again after their lock expires')).toMatchObject({ boundMs: 6000 });
+    expect(await reachable.kill('SIGTERM')).toBe(0); // the same service with Redis up stops cleanly
+  });
 });
 
 describe('start-up', () => {
