@@ -67,8 +67,12 @@ export function createRedisConnector(config: Config): RedisConnector {
             tls,
             enableTLSForSentinelMode: tls !== undefined,
             sentinelTLS: tls,
-            // Follow +switch-master at once instead of waiting for the old master's connection to fail.
-            failoverDetector: true,
+            // No `failoverDetector`: in ioredis 5 a +switch-master that arrives while the connection
+            // is already re-resolving the master (its master died a moment before) cancels that
+            // connect, and ioredis then ends the connection for good ("Connection is closed.", no
+            // reconnect): the service stopped in about one Sentinel failover test run in six. A dead
+            // master closes its connections, and Sentinel closes every client connection of the
+            // nodes it reconfigures, so the connections re-ask the sentinels without it.
             ...perRole,
             retryStrategy: reconnect,
           });
