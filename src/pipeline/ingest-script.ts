@@ -3,7 +3,7 @@
 import { Job, type IRedisTransaction, type JobsOptions, type Queue } from 'bullmq';
 import { addDelayedJob } from 'bullmq/dist/cjs/scripts/addDelayedJob-6';
 import { addStandardJob } from 'bullmq/dist/cjs/scripts/addStandardJob-9';
-import type { Result } from 'ioredis';
+import { Cluster, type Result } from 'ioredis';
 import type { RedisClient } from '../redis/connect';
 
 declare module 'ioredis' {
@@ -180,6 +180,11 @@ export function defineIngestScript(connection: RedisClient): IngestScript {
         .call('WAIT', confirm.replicas, Math.max(1, Math.floor(confirm.timeoutMs))) // WAIT 0 would block for ever
         .exec();
       const failed = results?.find(([err]) => err)?.[0];
+      // After a cluster failover the old master, now a replica, answers MOVED to the script and the
+      // marker but an error to WAIT; ioredis follows a pipeline's redirection only when every command
+      // got the same one, so it would send every later pipeline to that node again. Learn the new
+      // owner of the slot now; this notification gets its 503 and the platform sends it again.
+      if (failed?.message.startsWith('MOVED ') && connection instanceof Cluster) connection.refreshSlotsCache();
       if (!results || failed) throw failed ?? new Error('the ingest pipeline was not run');
       reply = results[0]?.[1] as string[];
       replicas = Number(results[2]?.[1]);
