@@ -10,8 +10,7 @@ import type { Logger } from './logging/logger';
 import { createMasker } from './logging/mask';
 import type { Metrics } from './monitoring/metrics';
 import type { Pipeline } from './pipeline/pipeline';
-import { createPrecheck } from './signature/precheck';
-import { createVerifier } from './signature/verify';
+import { createSignatureCheck } from './signature/check';
 
 export interface RunningReceiver {
   server: Server;
@@ -41,8 +40,7 @@ export function buildReceiverApp({ config, keys, logger, metrics, clock = Date.n
     toleranceMs: config.timestampToleranceMs,
   };
   return createApp({
-    precheck: createPrecheck(verifierOptions),
-    verify: createVerifier(verifierOptions),
+    signature: createSignatureCheck(verifierOptions),
     ingest: pipeline,
     clock,
     logger,

@@ -7,8 +7,7 @@ import { createPublicServer } from '../src/http/public-server';
 import { helmetHeaders } from '../src/http/security-headers';
 import { createLogger } from '../src/logging/logger';
 import { createMetrics } from '../src/monitoring/metrics';
-import { createPrecheck } from '../src/signature/precheck';
-import { createVerifier } from '../src/signature/verify';
+import { createSignatureCheck } from '../src/signature/check';
 import { LogCapture, testConfig } from './support/harness';
 import { startLiveReceiver, type LiveReceiver } from './support/live-receiver';
 import { counterValue } from './support/metric-value';
@@ -158,8 +157,7 @@ describe('answers that need a failing dependency', () => {
     const verifierOptions = { keys: loadPlatformKeys(config.platformPublicKeys), headerPrefix: 'x-svc', schemes: ['current' as const], toleranceMs: config.timestampToleranceMs };
     const app = createApp({
       // The failing ingest is the point of this test: a bug below the route, not Redis being down.
-      precheck: createPrecheck(verifierOptions),
-      verify: createVerifier(verifierOptions),
+      signature: createSignatureCheck(verifierOptions),
       ingest: { enqueueEvent: broken, enqueueQuarantine: broken },
       clock: Date.now,
       logger,

@@ -1,6 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
 import { EVENT_TABLE, type EventDefinition } from '../events/table';
-import { precheckNotification, receiveNotification, type ReceiveDeps } from '../receiving/receive';
+import { isRefusal, precheckNotification, receiveNotification, type ReceiveDeps } from '../receiving/receive';
 import { send } from './answer';
 import type { PublicAnswers } from './public-answers';
 import { bodyLeftUnread, readBody, RequestAbandonedError } from './read-body';
@@ -30,11 +30,11 @@ export function notifyMiddleware(deps: ReceiveDeps, { basePath, bodyLimitBytes, 
     if (req.method !== 'POST') return send(res, answers.notifyMethod, bodyLeftUnread(req));
     const startedAt = Date.now();
     const startedAtHr = performance.now();
-    const early = precheckNotification(deps, definition, req.originalUrl, req.headers, startedAtHr);
-    if (early?.kind === 'rejected') return send(res, answers.rejected[early.class], bodyLeftUnread(req));
+    const checked = precheckNotification(deps, definition, req.originalUrl, req.headers, startedAtHr);
+    if (isRefusal(checked)) return send(res, answers.rejected[checked.class], bodyLeftUnread(req));
     try {
       const body = await readBody(req, bodyLimitBytes);
-      const result = await receiveNotification(deps, { definition, target: req.originalUrl, headers: req.headers, body, startedAt, startedAtHr });
+      const result = await receiveNotification(deps, { definition, target: req.originalUrl, headers: req.headers, checked, body, startedAt, startedAtHr });
       if (result.kind === 'acknowledged') send(res, answers.success);
       else if (result.kind === 'rejected') send(res, answers.rejected[result.class]);
       else send(res, answers.unavailable);
@@ -47,7 +47,7 @@ export function notifyMiddleware(deps: ReceiveDeps, { basePath, bodyLimitBytes, 
 }
 
 function refuseSource(deps: ReceiveDeps, req: Request, res: Response, definition: EventDefinition, answers: PublicAnswers): void {
-  deps.metrics.notifications.labels(definition.type, 'rejected', 'source_not_allowed').inc();
+  deps.metrics.eventType(definition.type).rejected('source_not_allowed').inc();
   deps.logger.warn('notification refused: source address not allowed', { eventType: definition.type, outcome: 'rejected', reason: 'source_not_allowed', source: req.ip, path: req.path });
   send(res, answers.forbidden, bodyLeftUnread(req));
 }

@@ -1,11 +1,23 @@
 import { answerFactory, type Answer } from './answer';
 import { envelope, RET_CODES, SUCCESS } from './envelope';
 
+const built = new Map<number, PublicAnswers>();
+
 /**
- * Every answer the public port gives, built once at start. Their bodies are fixed (no request data
- * in them), so each is a few prepared bytes and a frozen header set.
+ * Every answer the public port gives, built once per process (the app and the server around it share
+ * them). Their bodies are fixed (no request data in them), so each is a few prepared bytes and a
+ * frozen header set.
  */
-export function publicAnswers(bodyLimitBytes: number) {
+export function publicAnswers(bodyLimitBytes: number): PublicAnswers {
+  let answers = built.get(bodyLimitBytes);
+  if (answers === undefined) {
+    answers = buildAnswers(bodyLimitBytes);
+    built.set(bodyLimitBytes, answers);
+  }
+  return answers;
+}
+
+function buildAnswers(bodyLimitBytes: number) {
   const answer = answerFactory();
   return {
     success: answer(200, SUCCESS),
@@ -34,4 +46,4 @@ export function publicAnswers(bodyLimitBytes: number) {
   } satisfies Record<string, Answer | Record<string, Answer>>;
 }
 
-export type PublicAnswers = ReturnType<typeof publicAnswers>;
+export type PublicAnswers = ReturnType<typeof buildAnswers>;

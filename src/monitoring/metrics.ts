@@ -1,9 +1,23 @@
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { EVENT_TYPES } from '../events/table';
+import { EVENT_TYPES, type EventType } from '../events/table';
 import type { IngestObserver } from '../pipeline/ingest';
 import type { Logger } from '../logging/logger';
 
 export type NotificationOutcome = 'accepted' | 'replay' | 'duplicate' | 'rejected' | 'quarantined' | 'unavailable';
+
+const OUTCOMES: readonly NotificationOutcome[] = ['accepted', 'replay', 'duplicate', 'rejected', 'quarantined', 'unavailable'];
+
+/**
+ * One event type's receiver series, resolved once at start rather than by label values per request:
+ * the notification counter (reason '') and the ack latency of each outcome, the counter of each
+ * rejection reason (resolved on first use, from fixed enums), and the enqueue failure counters.
+ */
+export interface EventTypeSeries {
+  outcome: Readonly<Record<NotificationOutcome, { count: Counter.Internal; latency: Histogram.Internal<'event_type' | 'outcome'> }>>;
+  rejected(reason: string): Counter.Internal;
+  enqueueFailure: Counter.Internal;
+  replicaShortfall: Counter.Internal;
+}
 
 /**
  * The receiver's Prometheus series. Label values come from the event table and fixed enums, never
@@ -91,13 +105,53 @@ export function createMetrics(registry = new Registry(), withDefaults = true) {
     labelNames: ['phase'] as const,
     registers: [registry],
   });
+  const eventTypeSeries = (type: EventType): EventTypeSeries => {
+    const rejections = new Map<string, Counter.Internal>();
+    return {
+      outcome: Object.fromEntries(
+        OUTCOMES.map((outcome) => [outcome, { count: notifications.labels(type, outcome, ''), latency: ackLatency.labels(type, outcome) }]),
+      ) as EventTypeSeries['outcome'],
+      rejected(reason) {
+        let counter = rejections.get(reason);
+        if (counter === undefined) {
+          counter = notifications.labels(type, 'rejected', reason);
+          rejections.set(reason, counter);
+        }
+        return counter;
+      },
+      enqueueFailure: enqueueFailures.labels(type),
+      replicaShortfall: replicaShortfalls.labels(type),
+    };
+  };
+  const byEventType = new Map<EventType, EventTypeSeries>(EVENT_TYPES.map((type) => [type, eventTypeSeries(type)]));
   // Zero-initialise the accepted series so dashboards show every event type from the start.
-  for (const type of EVENT_TYPES) {
-    notifications.labels(type, 'accepted', '').inc(0);
-    enqueueFailures.labels(type).inc(0);
-    replicaShortfalls.labels(type).inc(0);
+  for (const series of byEventType.values()) {
+    series.outcome.accepted.count.inc(0);
+    series.enqueueFailure.inc(0);
+    series.replicaShortfall.inc(0);
   }
-  return { registry, notifications, portRefusals, clientAborts, ackLatency, enqueueFailures, replicaShortfalls, deliveries, deliveryLatency, deadLetters, unrouted, filtered, orderingSkips, fanoutFailures };
+  return {
+    registry,
+    notifications,
+    portRefusals,
+    clientAborts,
+    ackLatency,
+    enqueueFailures,
+    replicaShortfalls,
+    deliveries,
+    deliveryLatency,
+    deadLetters,
+    unrouted,
+    filtered,
+    orderingSkips,
+    fanoutFailures,
+    /** The receiver's series of one event type, resolved once (see EventTypeSeries). */
+    eventType(type: EventType): EventTypeSeries {
+      const series = byEventType.get(type);
+      if (series === undefined) throw new Error(`unknown event type ${type}`);
+      return series;
+    },
+  };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

@@ -1,21 +1,19 @@
 import { isUtf8 } from 'node:buffer';
 import type { EventDefinition } from '../events/table';
 import type { Logger } from '../logging/logger';
-import type { Metrics, NotificationOutcome } from '../monitoring/metrics';
+import type { EventTypeSeries, Metrics, NotificationOutcome } from '../monitoring/metrics';
 import { EnqueueUnavailableError } from '../pipeline/errors';
 import { eventIdFor } from '../pipeline/ids';
 import type { EnqueueOutcome, Ingest } from '../pipeline/ingest';
-import type { EventJob } from '../pipeline/jobs';
-import type { Precheck } from '../signature/precheck';
-import type { Verifier } from '../signature/verify';
+import type { EventJob, QuarantineJob } from '../pipeline/jobs';
+import { isRejected, type CheckedHeaders, type SignatureCheck } from '../signature/check';
 import { legacyTimestampMismatch } from '../signature/verify-legacy';
-import { REJECTION_CLASS, type RejectionClass, type RejectionReason } from '../signature/result';
-import { parsePayload } from './parse-payload';
+import { REJECTION_CLASS, type RejectionClass, type RejectionReason, type Verified } from '../signature/result';
+import { parsePayload, type ParsedPayload } from './parse-payload';
 
 export interface ReceiveDeps {
-  /** Judges the headers alone, before the body is read. */
-  precheck: Precheck;
-  verify: Verifier;
+  /** Verification in two steps: the headers before the body is read, then the body (see signature/check.ts). */
+  signature: SignatureCheck;
   ingest: Pick<Ingest, 'enqueueEvent' | 'enqueueQuarantine'>;
   clock: () => number;
   logger: Logger;
@@ -28,6 +26,8 @@ export interface IncomingNotification {
   definition: EventDefinition;
   target: string;
   headers: Record<string, string | string[] | undefined>;
+  /** What the header check returned before the body was read. */
+  checked: CheckedHeaders;
   body: Buffer;
   /** Wall clock at the start of the request, for receivedAt. */
   startedAt: number;
@@ -35,17 +35,17 @@ export interface IncomingNotification {
   startedAtHr: number;
 }
 
-export type ReceiveResult =
-  | { kind: 'acknowledged'; outcome: NotificationOutcome; eventId: string }
-  | { kind: 'rejected'; class: RejectionClass; detail: string }
-  | { kind: 'unavailable'; eventId: string };
+export type Refusal = { kind: 'rejected'; class: RejectionClass; detail: string };
+
+export type ReceiveResult = { kind: 'acknowledged'; outcome: NotificationOutcome; eventId: string } | Refusal | { kind: 'unavailable'; eventId: string };
 
 /** What is known of a notification before its body is read. */
 type NotificationStart = Pick<IncomingNotification, 'definition' | 'target' | 'startedAtHr'>;
 
 /**
  * The cheap refusal: header presence and format, the signature's encoding and the timestamp window,
- * judged before the body is read, logged and counted like any other refusal. Undefined: read the body.
+ * judged before the body is read, logged and counted like any other refusal. Otherwise the checked
+ * headers, which `receiveNotification` takes so they are not judged twice.
  */
 export function precheckNotification(
   deps: ReceiveDeps,
@@ -53,9 +53,14 @@ export function precheckNotification(
   target: string,
   headers: IncomingNotification['headers'],
   startedAtHr: number,
-): ReceiveResult | undefined {
-  const refused = deps.precheck(headers, deps.clock());
-  return refused === undefined ? undefined : rejected(deps, { definition, target, startedAtHr }, refused.reason, refused.detail);
+): CheckedHeaders | Refusal {
+  const checked = deps.signature.headers(headers, deps.clock());
+  return isRejected(checked) ? rejected(deps, { definition, target, startedAtHr }, checked.reason, checked.detail) : checked;
+}
+
+/** Whether the precheck refused rather than passing the checked headers on. */
+export function isRefusal(result: CheckedHeaders | Refusal): result is Refusal {
+  return 'kind' in result;
 }
 
 /**
@@ -78,46 +83,33 @@ export async function receiveNotification(deps: ReceiveDeps, n: IncomingNotifica
     return rejected(deps, n, 'malformed_merchant_id', 'X-Merch-Id must be 1 to 64 characters of A-Z a-z 0-9 _ . : -');
   }
 
-  const verified = deps.verify({ method: 'POST', target: n.target, headers: n.headers, body: n.body, nowMs: deps.clock() });
+  const verified = deps.signature.body(n.checked, { method: 'POST', target: n.target, headers: n.headers, body: n.body, nowMs: deps.clock() });
   if (!verified.ok) return rejected(deps, n, verified.reason, verified.detail);
 
   const eventId = eventIdFor(eventType, merchantId, n.body);
   const utf8 = isUtf8(n.body);
   const text = utf8 ? n.body.toString('utf8') : '';
-  const received = {
-    eventId,
-    eventType,
-    receivedAt: new Date(n.startedAt).toISOString(),
-    path: n.target,
-    timestamp: verified.timestamp,
-    nonce: verified.replayKey,
-    scheme: verified.scheme,
-    ...(merchantId ? { merchantId } : {}),
-    rawBody: utf8 ? text : n.body.toString('base64'),
-    rawBodyEncoding: utf8 ? ('utf8' as const) : ('base64' as const),
-    ...(typeof n.headers['content-type'] === 'string' ? { contentType: n.headers['content-type'] } : {}),
-    signatureHeaders: verified.signatureHeaders,
-  };
   // A legacy body whose parsed timestamp differs from the scanned one that verified is genuine (the
   // platform signed it) but ambiguous: quarantined and acknowledged, like any other verified body that
   // is not a valid notification, so it is kept for an operator, never forwarded, and not retried forever.
   const confirm = verified.scheme === 'legacy' ? (json: unknown) => legacyTimestampMismatch(json, verified.timestamp) : undefined;
-  const parsed = utf8 ? parsePayload(n.definition, text, confirm) : { ok: false as const, errors: ['body is not valid UTF-8'] };
+  const parsed = utf8 ? parsePayload(n.definition, text, confirm) : NOT_UTF8;
+  const job = jobOf(n, verified, eventId, merchantId, utf8 ? text : n.body.toString('base64'), utf8, parsed);
 
   let result: EnqueueOutcome;
   try {
-    result = parsed.ok
-      ? await deps.ingest.enqueueEvent({ ...received, payload: parsed.payload } as EventJob, verified.replayKey)
-      : await deps.ingest.enqueueQuarantine({ ...received, errors: parsed.errors }, verified.replayKey);
+    result = parsed.ok ? await deps.ingest.enqueueEvent(job as EventJob, verified.replayKey) : await deps.ingest.enqueueQuarantine(job as QuarantineJob, verified.replayKey);
   } catch (err) {
     return unavailable(deps, n, err, verified.replayKey, eventId);
   }
   if (result === 'signature_reused') return rejected(deps, n, 'signature_reused', 'legacy signature already used for another notification type');
   const outcome: NotificationOutcome = result === 'accepted' && !parsed.ok ? 'quarantined' : result;
 
-  deps.metrics.notifications.labels(eventType, outcome, '').inc();
-  observe(deps, eventType, outcome, n);
-  const line = { eventId, eventType, nonce: verified.replayKey, merchantId: received.merchantId, outcome, latencyMs: elapsed(n) };
+  const series = deps.metrics.eventType(eventType).outcome[outcome];
+  series.count.inc();
+  const latencyMs = performance.now() - n.startedAtHr;
+  series.latency.observe(latencyMs / 1000);
+  const line = { eventId, eventType, nonce: verified.replayKey, merchantId, outcome, latencyMs: roundMs(latencyMs) };
   if (!parsed.ok && outcome === 'quarantined') {
     deps.logger.error('notification quarantined: verified but not a valid notification', { ...line, errors: parsed.errors });
     if (deps.logger.isDebugEnabled()) deps.logger.debug('quarantined body', { eventId, body: maskedBody(deps, text) });
@@ -128,10 +120,38 @@ export async function receiveNotification(deps: ReceiveDeps, n: IncomingNotifica
   return { kind: 'acknowledged', outcome, eventId };
 }
 
-function rejected(deps: ReceiveDeps, n: NotificationStart, reason: RejectionReason, detail: string): ReceiveResult {
+const NOT_UTF8: ParsedPayload = { ok: false, errors: ['body is not valid UTF-8'] };
+
+/**
+ * The event job (or, when the body is not a valid notification, the quarantine job), built in one
+ * object literal: optional fields are set only when present, as the job's JSON has always had them.
+ */
+function jobOf(n: IncomingNotification, verified: Verified, eventId: string, merchantId: string | undefined, rawBody: string, utf8: boolean, parsed: ParsedPayload): EventJob | QuarantineJob {
+  const contentType = n.headers['content-type'];
+  const job: Record<string, unknown> = {
+    eventId,
+    eventType: n.definition.type,
+    receivedAt: new Date(n.startedAt).toISOString(),
+    path: n.target,
+    timestamp: verified.timestamp,
+    nonce: verified.replayKey,
+    scheme: verified.scheme,
+  };
+  if (merchantId) job.merchantId = merchantId;
+  job.rawBody = rawBody;
+  job.rawBodyEncoding = utf8 ? 'utf8' : 'base64';
+  if (typeof contentType === 'string') job.contentType = contentType;
+  job.signatureHeaders = verified.signatureHeaders;
+  if (parsed.ok) job.payload = parsed.payload;
+  else job.errors = parsed.errors;
+  return job as unknown as EventJob | QuarantineJob;
+}
+
+function rejected(deps: ReceiveDeps, n: NotificationStart, reason: RejectionReason, detail: string): Refusal {
   const eventType = n.definition.type;
-  deps.metrics.notifications.labels(eventType, 'rejected', reason).inc();
-  observe(deps, eventType, 'rejected', n);
+  const series = deps.metrics.eventType(eventType);
+  series.rejected(reason).inc();
+  observe(series, 'rejected', n);
   deps.logger.warn('notification rejected', { eventType, outcome: 'rejected', reason, detail, path: n.target, latencyMs: elapsed(n) });
   return { kind: 'rejected', class: REJECTION_CLASS[reason], detail };
 }
@@ -140,20 +160,25 @@ function rejected(deps: ReceiveDeps, n: NotificationStart, reason: RejectionReas
 function unavailable(deps: ReceiveDeps, n: IncomingNotification, err: unknown, replayKey: string, eventId: string): ReceiveResult {
   if (!(err instanceof EnqueueUnavailableError)) throw err;
   const eventType = n.definition.type;
-  deps.metrics.enqueueFailures.labels(eventType).inc();
-  if (err.reason === 'replicas') deps.metrics.replicaShortfalls.labels(eventType).inc();
-  deps.metrics.notifications.labels(eventType, 'unavailable', '').inc();
-  observe(deps, eventType, 'unavailable', n);
+  const series = deps.metrics.eventType(eventType);
+  series.enqueueFailure.inc();
+  if (err.reason === 'replicas') series.replicaShortfall.inc();
+  series.outcome.unavailable.count.inc();
+  observe(series, 'unavailable', n);
   deps.logger.error('notification not queued: Redis unavailable', { eventId, eventType, nonce: replayKey, outcome: 'unavailable', reason: err.reason, error: err.message, latencyMs: elapsed(n) });
   return { kind: 'unavailable', eventId };
 }
 
-function observe(deps: ReceiveDeps, eventType: string, outcome: NotificationOutcome, n: NotificationStart): void {
-  deps.metrics.ackLatency.labels(eventType, outcome).observe((performance.now() - n.startedAtHr) / 1000);
+function observe(series: EventTypeSeries, outcome: NotificationOutcome, n: NotificationStart): void {
+  series.outcome[outcome].latency.observe((performance.now() - n.startedAtHr) / 1000);
 }
 
 function elapsed(n: NotificationStart): number {
-  return Math.round((performance.now() - n.startedAtHr) * 1000) / 1000;
+  return roundMs(performance.now() - n.startedAtHr);
+}
+
+function roundMs(ms: number): number {
+  return Math.round(ms * 1000) / 1000;
 }
 
 function maskedBody(deps: ReceiveDeps, text: string): unknown {

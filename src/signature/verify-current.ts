@@ -19,6 +19,7 @@ export function currentStringToSign(method: string, target: string, timestamp: s
 
 /** The current scheme's headers once they passed every check that needs no body. */
 export interface CurrentHeaders {
+  scheme: 'current';
   timestamp: string;
   timestampMs: number;
   nonce: string;
@@ -26,47 +27,76 @@ export interface CurrentHeaders {
   signatureHeaders: Record<string, string>;
 }
 
+/** The header names of one prefix, spelled out once instead of per request. */
+interface CurrentNames {
+  timestamp: string;
+  nonce: string;
+  sign: string;
+  appId: string;
+  signAlg: string;
+}
+
+const namesByPrefix = new Map<string, CurrentNames>();
+
+function namesOf(prefix: string): CurrentNames {
+  let names = namesByPrefix.get(prefix);
+  if (names === undefined) {
+    names = { timestamp: `${prefix}-timestamp`, nonce: `${prefix}-nonce`, sign: `${prefix}-sign`, appId: `${prefix}-appid`, signAlg: `${prefix}-sign-alg` };
+    namesByPrefix.set(prefix, names);
+  }
+  return names;
+}
+
 /**
  * Everything about a current-scheme request that can be judged without its body: presence, format,
- * the canonical signature encoding and the timestamp window. The precheck and the full verifier both
- * run this, so they refuse the same headers with the same reason and detail.
+ * the canonical signature encoding and the timestamp window. It runs once per request, before the
+ * body is read; the body check (`verifyCurrentBody`) takes its result, so the precheck and the
+ * verifier refuse the same headers with the same reason and detail.
  */
 export function checkCurrentHeaders(headers: HeaderBag, nowMs: number, opts: VerifierOptions): CurrentHeaders | Rejected {
-  const name = (suffix: string) => `${opts.headerPrefix}-${suffix}`;
-  const timestamp = headerValue(headers, name('timestamp'));
-  const nonce = headerValue(headers, name('nonce'));
-  const sign = headerValue(headers, name('sign'));
-  const appId = headerValue(headers, name('appid'));
-  const signAlg = headerValue(headers, name('sign-alg'));
+  const name = namesOf(opts.headerPrefix);
+  const timestamp = headerValue(headers, name.timestamp);
+  const nonce = headerValue(headers, name.nonce);
+  const sign = headerValue(headers, name.sign);
+  const appId = headerValue(headers, name.appId);
+  const signAlg = headerValue(headers, name.signAlg);
 
-  if (timestamp === undefined) return reject('missing_header', `${name('timestamp')} is missing`);
-  if (!TIMESTAMP.test(timestamp)) return reject('malformed_header', `${name('timestamp')} must be 1 to 13 digits (milliseconds)`);
-  if (nonce === undefined) return reject('missing_header', `${name('nonce')} is missing`);
-  if (nonce.length < 10 || nonce.length > 100) return reject('malformed_header', `${name('nonce')} must be 10 to 100 characters`);
-  if (sign === undefined || sign === '') return reject('missing_signature', `${name('sign')} is missing`);
-  if (sign.length > 500) return reject('malformed_header', `${name('sign')} must be at most 500 characters`);
+  if (timestamp === undefined) return reject('missing_header', `${name.timestamp} is missing`);
+  if (!TIMESTAMP.test(timestamp)) return reject('malformed_header', `${name.timestamp} must be 1 to 13 digits (milliseconds)`);
+  if (nonce === undefined) return reject('missing_header', `${name.nonce} is missing`);
+  if (nonce.length < 10 || nonce.length > 100) return reject('malformed_header', `${name.nonce} must be 10 to 100 characters`);
+  if (sign === undefined || sign === '') return reject('missing_signature', `${name.sign} is missing`);
+  if (sign.length > 500) return reject('malformed_header', `${name.sign} must be at most 500 characters`);
   const signature = decodeSignatureHeader(sign);
-  if (!signature) return reject('malformed_signature', `${name('sign')} is not canonical (URL-encoded) Base64`);
-  if (signAlg !== undefined && signAlg !== SIGN_ALG) return reject('malformed_header', `${name('sign-alg')} must be ${SIGN_ALG}`);
+  if (!signature) return reject('malformed_signature', `${name.sign} is not canonical (URL-encoded) Base64`);
+  if (signAlg !== undefined && signAlg !== SIGN_ALG) return reject('malformed_header', `${name.signAlg} must be ${SIGN_ALG}`);
   if (appId !== undefined) {
-    if (appId.length < 1 || appId.length > 64) return reject('malformed_header', `${name('appid')} must be 1 to 64 characters`);
-    if (opts.appId !== undefined && appId !== opts.appId) return reject('malformed_header', `${name('appid')} is not the platform's`);
+    if (appId.length < 1 || appId.length > 64) return reject('malformed_header', `${name.appId} must be 1 to 64 characters`);
+    if (opts.appId !== undefined && appId !== opts.appId) return reject('malformed_header', `${name.appId} is not the platform's`);
   }
 
   const timestampMs = Number(timestamp);
-  if (Math.abs(nowMs - timestampMs) > opts.toleranceMs) {
-    return reject('timestamp_outside_window', `${name('timestamp')} is outside the allowed window`);
-  }
+  if (outsideWindow(timestampMs, nowMs, opts)) return reject('timestamp_outside_window', `${name.timestamp} is outside the allowed window`);
 
-  const signatureHeaders: Record<string, string> = { [name('timestamp')]: timestamp, [name('nonce')]: nonce, [name('sign')]: sign };
-  if (appId !== undefined) signatureHeaders[name('appid')] = appId;
-  if (signAlg !== undefined) signatureHeaders[name('sign-alg')] = signAlg;
-  return { timestamp, timestampMs, nonce, signature, signatureHeaders };
+  const signatureHeaders: Record<string, string> = { [name.timestamp]: timestamp, [name.nonce]: nonce, [name.sign]: sign };
+  if (appId !== undefined) signatureHeaders[name.appId] = appId;
+  if (signAlg !== undefined) signatureHeaders[name.signAlg] = signAlg;
+  return { scheme: 'current', timestamp, timestampMs, nonce, signature, signatureHeaders };
 }
 
-export function verifyCurrent(req: SignedRequest, opts: VerifierOptions): VerifyResult {
-  const checked = checkCurrentHeaders(req.headers, req.nowMs, opts);
-  if ('ok' in checked) return checked;
+function outsideWindow(timestampMs: number, nowMs: number, opts: VerifierOptions): boolean {
+  return Math.abs(nowMs - timestampMs) > opts.toleranceMs;
+}
+
+/**
+ * The body's part, for headers that passed `checkCurrentHeaders`: the window again with the clock
+ * after the body was read (cheap, and a request cannot outlive it by taking long to send), then the
+ * signature over the five-line string.
+ */
+export function verifyCurrentBody(checked: CurrentHeaders, req: SignedRequest, opts: VerifierOptions): VerifyResult {
+  if (outsideWindow(checked.timestampMs, req.nowMs, opts)) {
+    return reject('timestamp_outside_window', `${namesOf(opts.headerPrefix).timestamp} is outside the allowed window`);
+  }
   const data = currentStringToSign(req.method, req.target, checked.timestamp, checked.nonce, req.body);
   if (!verifyRsaSha256(data, checked.signature, opts.keys)) return reject('bad_signature', 'signature does not verify');
   // The nonce is signed and unique per notification: it alone decides replay (issue 8).

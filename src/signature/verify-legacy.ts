@@ -19,6 +19,7 @@ export function legacyReplayKey(signature: Buffer): string {
 }
 
 export interface LegacyHeaders {
+  scheme: 'legacy';
   merchantId: string;
   signature: Buffer;
   signatureHeaders: Record<string, string>;
@@ -26,7 +27,8 @@ export interface LegacyHeaders {
 
 /**
  * Everything about a v1.2 request that can be judged without its body (its timestamp lives in the
- * body). The precheck and the full verifier both run this, so their refusals agree.
+ * body). It runs once per request, before the body is read; `verifyLegacyBody` takes its result, so
+ * the precheck's refusals and the verifier's agree.
  */
 export function checkLegacyHeaders(headers: HeaderBag, opts: VerifierOptions): LegacyHeaders | Rejected {
   const sign = headerValue(headers, LEGACY_HEADERS.signature);
@@ -39,17 +41,16 @@ export function checkLegacyHeaders(headers: HeaderBag, opts: VerifierOptions): L
   if (type !== 'RSA256') return reject(type === undefined ? 'missing_header' : 'malformed_header', 'type must be RSA256');
   if (version !== 'v1.2') return reject(version === undefined ? 'missing_header' : 'malformed_header', 'version must be v1.2');
   if (opts.merchantId === undefined) return reject('bad_signature', 'legacy scheme needs MERCHANT_ID');
-  return { merchantId: opts.merchantId, signature, signatureHeaders: { signature: sign, type, version } };
+  return { scheme: 'legacy', merchantId: opts.merchantId, signature, signatureHeaders: { signature: sign, type, version } };
 }
 
 /**
- * The body's timestamp is found by a scan, not a parse, and only that one candidate is verified: the
- * signature covers the body, so a candidate that verifies is the one the platform signed. The receive
- * path confirms it against the parsed body afterwards (`timestampMismatch`).
+ * The body's part, for headers that passed `checkLegacyHeaders`. The body's timestamp is found by a
+ * scan, not a parse, and only that one candidate is verified: the signature covers the body, so a
+ * candidate that verifies is the one the platform signed. The receive path confirms it against the
+ * parsed body afterwards (`timestampMismatch`).
  */
-export function verifyLegacy(req: SignedRequest, opts: VerifierOptions): VerifyResult {
-  const checked = checkLegacyHeaders(req.headers, opts);
-  if ('ok' in checked) return checked;
+export function verifyLegacyBody(checked: LegacyHeaders, req: SignedRequest, opts: VerifierOptions): VerifyResult {
   const found = findBodyTimestamp(req.body);
   if (!found.found) return reject('malformed_header', found.problem);
   if (Math.abs(req.nowMs - found.timestamp) > opts.toleranceMs) {

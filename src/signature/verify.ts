@@ -1,13 +1,14 @@
+import { createSignatureCheck, isRejected } from './check';
 import type { SignedRequest, VerifierOptions } from './options';
 import type { VerifyResult } from './result';
-import { createSchemeSelector } from './scheme';
-import { verifyCurrent } from './verify-current';
-import { verifyLegacy } from './verify-legacy';
 
 export type Verifier = (req: SignedRequest) => VerifyResult;
 
-/** Builds the notification verifier: pure, the clock comes in with the request. */
+/** Builds the notification verifier: pure, the clock comes in with the request. Both steps of check.ts at once. */
 export function createVerifier(opts: VerifierOptions): Verifier {
-  const schemeOf = createSchemeSelector(opts);
-  return (req) => (schemeOf(req.headers) === 'current' ? verifyCurrent(req, opts) : verifyLegacy(req, opts));
+  const check = createSignatureCheck(opts);
+  return (req) => {
+    const checked = check.headers(req.headers, req.nowMs);
+    return isRejected(checked) ? checked : check.body(checked, req);
+  };
 }
