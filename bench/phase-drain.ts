@@ -15,11 +15,14 @@ type Kind = 'service' | 'baseline';
 /** Events of an ordered drain spread over this many ordering keys (issue 12's bench figure). */
 export const ORDERED_DRAIN_KEYS = 1000;
 
-async function startDrainer(ctx: BenchContext, kind: Kind, prefix: string, label: string, orderKeys: number): Promise<Subject> {
+/** The service's multi-target drain: the same backlog fanned out to this many targets. */
+export const MULTI_TARGETS = 3;
+
+async function startDrainer(ctx: BenchContext, kind: Kind, prefix: string, label: string, orderKeys: number, targetCount: number): Promise<Subject> {
   if (kind === 'baseline') {
     return startRawWorkerProcess({ redisUrl: ctx.redis.url, prefix, sinkUrl: ctx.sink.url, concurrency: ctx.options.drain.rawWorkerConcurrency });
   }
-  const configFile = ctx.workdir.writeServiceConfig(ctx.sink.url, ctx.options.drain.targetConcurrency, orderKeys);
+  const configFile = ctx.workdir.writeServiceConfig(ctx.sink.url, ctx.options.drain.targetConcurrency, orderKeys, targetCount);
   return startService({
     redisUrl: ctx.redis.url,
     publicKeyFile: ctx.workdir.publicKeyFile,
@@ -37,22 +40,24 @@ async function startDrainer(ctx: BenchContext, kind: Kind, prefix: string, label
  * still holds right after the drain, once retention has removed completed jobs, and once the keys
  * with a TTL (de-duplication, request-id index) have gone too, each against its starting level.
  */
-async function drainRun(ctx: BenchContext, kind: Kind, backlog: number, label: string, orderKeys = 0): Promise<MaybeDrain> {
+async function drainRun(ctx: BenchContext, kind: Kind, backlog: number, label: string, orderKeys = 0, targetCount = 1): Promise<MaybeDrain> {
   await ctx.redis.flush();
   await ctx.sink.reset();
   const prefix = `${label}${kind}`;
   const redisStart = await ctx.redis.usedMemory();
-  const targets = benchTargets(ctx.sink.url, ctx.options.drain.targetConcurrency, orderKeys);
+  const targets = benchTargets(ctx.sink.url, ctx.options.drain.targetConcurrency, orderKeys, targetCount);
+  // One delivery per event and target: the sink counts each target's apart.
+  const deliveries = backlog * targetCount;
   const { seconds: enqueueSec } = await enqueueBacklog(kind, ctx.redis.url, prefix, backlog, { targets, orderKeys });
   const redisQueued = await ctx.redis.usedMemory();
   ctx.log(`${label} ${kind}: ${backlog} events queued in ${enqueueSec.toFixed(1)} s, ${((redisQueued - redisStart) / backlog).toFixed(0)} B each`);
 
   const spawnedAt = Date.now();
-  const subject = await startDrainer(ctx, kind, prefix, `${label}-${kind}`, orderKeys);
+  const subject = await startDrainer(ctx, kind, prefix, `${label}-${kind}`, orderKeys, targetCount);
   const rss = new RssSampler(subject.pid, 500);
   const drained = (async () => {
     // Bounded by a floor rate of 100 events/s, and by 60 s without progress.
-    const wait = await ctx.sink.waitForUnique(backlog, { timeoutMs: 60_000 + (backlog / 100) * 1000, stallMs: 60_000, firstWithinMs: 60_000 });
+    const wait = await ctx.sink.waitForUnique(deliveries, { timeoutMs: 60_000 + (deliveries / 100) * 1000, stallMs: 60_000, firstWithinMs: 60_000 });
     rss.stop();
     await waitUntilSettled(ctx.redis.admin, keyPrefix(prefix), 30_000);
     await sleep(ctx.options.smoke ? 200 : 2000);
@@ -78,8 +83,10 @@ async function drainRun(ctx: BenchContext, kind: Kind, backlog: number, label: s
   const drainedMs = Math.max(1, stats.lastAtMs - stats.firstAtMs);
   const figures: DrainFigures = {
     backlog,
+    targets: targetCount,
     delivered: stats.unique,
-    eventsPerSec: Math.round(((stats.unique - 1) / drainedMs) * 1000),
+    eventsPerSec: Math.round(((stats.unique - 1) / drainedMs / targetCount) * 1000),
+    deliveriesPerSec: Math.round(((stats.unique - 1) / drainedMs) * 1000),
     totalSec: Math.round(stats.lastAtMs - spawnedAt) / 1000,
     enqueueSec: Math.round(enqueueSec * 10) / 10,
     redisStartMB: toMB(redisStart),
@@ -99,25 +106,34 @@ async function drainRun(ctx: BenchContext, kind: Kind, backlog: number, label: s
     rssAfterMB: toMB(rssAfter),
   };
   ctx.log(
-    `${label} ${kind}: ${figures.eventsPerSec} events/s; Redis above start: after drain ${toMB(redisAfterDrain - redisStart)} MB, ` +
+    `${label} ${kind}: ${figures.eventsPerSec} events/s (${targetCount} target${targetCount > 1 ? 's' : ''}, ${figures.deliveriesPerSec} deliveries/s); Redis above start: after drain ${toMB(redisAfterDrain - redisStart)} MB, ` +
       `after retention ${toMB(redisAfterRetention - redisStart)} MB (${census.expiring} keys with a TTL, ${census.jobs} job keys, ${census.other} others), ` +
       `after TTLs ${toMB(redisAfterExpiry - redisStart)} MB`,
   );
   const breakdown = Object.entries(remembered.byKind).map(([kind, k]) => `${kind} ${k.keys} keys ${Math.round(k.bytes / backlog)} B/event`);
   ctx.log(`${label} ${kind}: remembered per event ${figures.rememberedBytesPerEvent} B (${breakdown.join(', ')})`);
-  if (!wait.complete) ctx.log(`${label} ${kind}: WARNING only ${stats.unique} of ${backlog} delivered within the bound`);
+  if (!wait.complete) ctx.log(`${label} ${kind}: WARNING only ${stats.unique} of ${deliveries} deliveries within the bound`);
   return figures;
 }
 
 /**
- * The raw worker and the service drain the same backlog; with `ordered`, the service drains it a
- * second time to a target ordered by a key that spreads the events over {@link ORDERED_DRAIN_KEYS}.
+ * The raw worker and the service drain the same backlog to one target. With `ordered`, the service
+ * drains it again to a target ordered by a key that spreads the events over {@link ORDERED_DRAIN_KEYS};
+ * with `multiTarget`, again to {@link MULTI_TARGETS} targets (a delivery job per event and target).
  */
-export async function runDrainPhase(ctx: BenchContext, backlog: number, label: string, ordered = false): Promise<DrainPhase> {
+export async function runDrainPhase(ctx: BenchContext, backlog: number, label: string, extras: { ordered?: boolean; multiTarget?: boolean } = {}): Promise<DrainPhase> {
   const baseline = await drainRun(ctx, 'baseline', backlog, label);
   const service = ctx.forwarding ? await drainRun(ctx, 'service', backlog, label) : { skipped: FORWARDING_MISSING };
-  if (!ordered) return { backlog, service, baseline };
-  const keys = Math.min(ORDERED_DRAIN_KEYS, backlog);
-  const orderedRun = ctx.forwarding ? await drainRun(ctx, 'service', backlog, `${label}ordered`, keys) : { skipped: FORWARDING_MISSING };
-  return { backlog, service, baseline, ordered: { keys, drain: orderedRun } };
+  const phase: DrainPhase = { backlog, service, baseline };
+  if (extras.ordered) {
+    const keys = Math.min(ORDERED_DRAIN_KEYS, backlog);
+    phase.ordered = { keys, drain: ctx.forwarding ? await drainRun(ctx, 'service', backlog, `${label}ordered`, keys) : { skipped: FORWARDING_MISSING } };
+  }
+  if (extras.multiTarget) {
+    phase.multiTarget = {
+      targets: MULTI_TARGETS,
+      drain: ctx.forwarding ? await drainRun(ctx, 'service', backlog, `${label}multi`, 0, MULTI_TARGETS) : { skipped: FORWARDING_MISSING },
+    };
+  }
+  return phase;
 }

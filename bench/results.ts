@@ -56,9 +56,13 @@ export interface FixedRatePhase {
 
 export interface DrainFigures {
   backlog: number;
+  /** Targets every event was fanned out to. */
+  targets: number;
+  /** Deliveries the sink had (events x targets when complete). */
   delivered: number;
-  /** First to last delivery at the sink: the steady drain rate, without process start-up. */
+  /** First to last delivery at the sink: the steady drain rate, without process start-up; deliveries/s ÷ targets. */
   eventsPerSec: number;
+  deliveriesPerSec: number;
   /** Process start to last delivery. */
   totalSec: number;
   enqueueSec: number;
@@ -102,6 +106,8 @@ export interface DrainPhase {
   baseline: MaybeDrain;
   /** The same backlog drained by the service to a target with `order`, the events spread over `keys` keys. */
   ordered?: { keys: number; drain: MaybeDrain };
+  /** The same backlog drained by the service to `targets` targets, each event fanned out to all. */
+  multiTarget?: { targets: number; drain: MaybeDrain };
 }
 
 export interface SoakFigures {

@@ -3,7 +3,8 @@
  * answers 200 at once and records when each event first arrived, so the harness can time a drain and
  * the end-to-end latency. An event is known by the `request_id` inside the platform body the
  * harness generated (unique per notification, and independent of how the service derives event
- * ids), else by its `webhook-id` header. Commands and answers go over IPC.
+ * ids), else by its `webhook-id` header; at a path other than `/hook` (one of several targets), by
+ * the path and that id, so each target's delivery counts. Commands and answers go over IPC.
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -27,7 +28,8 @@ const server = createServer((req, res) => {
     const at = performance.timeOrigin + performance.now();
     received++;
     const header = req.headers['webhook-id'];
-    const id = REQUEST_ID.exec(body)?.[1] ?? (typeof header === 'string' ? header : undefined);
+    const found = REQUEST_ID.exec(body)?.[1] ?? (typeof header === 'string' ? header : undefined);
+    const id = found === undefined || req.url === '/hook' ? found : `${req.url ?? ''} ${found}`;
     if (id !== undefined && !arrivals.has(id)) {
       arrivals.set(id, at);
       if (firstAt === 0) firstAt = at;

@@ -10,12 +10,15 @@ export const ORDER_FIELD = 'bench_key';
 
 /**
  * The service's targets in the bench: one, the sink, subscribed to every event type; with `orderKeys`,
- * ordered by `data.bench_key` (the backlog spreads its events over that many keys). The backlog's
- * producer fans out to the same targets as the worker that drains it, as a receiver would.
+ * ordered by `data.bench_key` (the backlog spreads its events over that many keys). With `count` > 1,
+ * that many targets, each at its own path of the sink (`/hook/t1`...), which counts a delivery per
+ * path. The backlog's producer fans out to the same targets as the worker that drains it, as a
+ * receiver would.
  */
-export function benchTargets(sinkUrl: string, concurrency: number, orderKeys = 0): Record<string, unknown>[] {
+export function benchTargets(sinkUrl: string, concurrency: number, orderKeys = 0, count = 1): Record<string, unknown>[] {
   const order = orderKeys > 0 ? { order: { key: `data.${ORDER_FIELD}` } } : {};
-  return [{ name: 'sink', url: sinkUrl, events: ['*'], concurrency, format: 'standard', ...order }];
+  if (count === 1) return [{ name: 'sink', url: sinkUrl, events: ['*'], concurrency, format: 'standard', ...order }];
+  return Array.from({ length: count }, (_, i) => ({ name: `sink${i + 1}`, url: `${sinkUrl}/t${i + 1}`, events: ['*'], concurrency, format: 'standard', ...order }));
 }
 
 /**
@@ -38,9 +41,9 @@ export class Workdir {
   }
 
   /** The service's CONFIG_FILE: the targets of {@link benchTargets}. */
-  writeServiceConfig(sinkUrl: string, concurrency: number, orderKeys = 0): string {
+  writeServiceConfig(sinkUrl: string, concurrency: number, orderKeys = 0, count = 1): string {
     const file = this.file('service.yaml');
-    const config = { targets: benchTargets(sinkUrl, concurrency, orderKeys) };
+    const config = { targets: benchTargets(sinkUrl, concurrency, orderKeys, count) };
     writeFileSync(file, stringify(config));
     return file;
   }
