@@ -34,6 +34,11 @@ export interface BenchOptions {
   serviceEnv: Record<string, string>;
   /** Experiment: the baseline's Redis connection with ioredis auto-pipelining. */
   baselineAutoPipelining: boolean;
+  /**
+   * Experiment (`BENCH_SERVICE_NODE_FLAGS='--max-old-space-size=160 ...'`): the service's V8 flags
+   * instead of those of `npm start`; the figures that count use `npm start`'s.
+   */
+  serviceNodeFlags?: string[];
 }
 
 type Env = Record<string, string | undefined>;
@@ -121,5 +126,6 @@ export function benchOptions(env: Env, command: string): BenchOptions {
     keepServiceLogs: flag(env, 'SERVICE_LOGS'),
     serviceEnv: keyValues(env.BENCH_SERVICE_ENV ?? ''),
     baselineAutoPipelining: flag(env, 'BASELINE_AUTOPIPELINE'),
+    serviceNodeFlags: env.BENCH_SERVICE_NODE_FLAGS === undefined ? undefined : env.BENCH_SERVICE_NODE_FLAGS.split(/\s+/).filter(Boolean),
   };
 }

@@ -31,8 +31,16 @@ export function forwardingAvailable(): boolean {
  * is started in production; the image's CMD carries the same (test/start-command.test.ts).
  */
 export function serviceNodeFlags(): string[] {
+  if (nodeFlagsOverride !== undefined) return nodeFlagsOverride;
   const pkg = JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8')) as { scripts?: { start?: string } };
   return (pkg.scripts?.start ?? '').split(/\s+/).filter((arg) => arg.startsWith('--'));
+}
+
+let nodeFlagsOverride: string[] | undefined;
+
+/** Experiments only (`--service-node-flags`): the service's V8 flags instead of those of `npm start`. */
+export function overrideServiceNodeFlags(flags: string[] | undefined): void {
+  nodeFlagsOverride = flags;
 }
 
 function loaderArgs(): string[] {

@@ -12,7 +12,7 @@ import { runDrainPhase } from './phase-drain';
 import { runFixedRatePhase } from './phase-fixed-rate';
 import { ingestRound, runIngestPhase } from './phase-ingest';
 import { runSoakPhase } from './phase-soak';
-import { forwardingAvailable, killAllChildren } from './processes';
+import { forwardingAvailable, killAllChildren, overrideServiceNodeFlags } from './processes';
 import { newestProfile, summarizeProfile } from './profile-summary';
 import { BenchRedis } from './redis';
 import { buildRows, renderProfile, renderTable, writeResults } from './report';
@@ -51,6 +51,7 @@ function costGrowth(small: DrainPhase | undefined, large: DrainPhase, kind: 'ser
 
 export async function runBench(options: BenchOptions, log: (line: string) => void = defaultLog): Promise<{ result: BenchResult; file: string; table: string }> {
   const started = Date.now();
+  overrideServiceNodeFlags(options.serviceNodeFlags);
   const workdir = new Workdir();
   const redis = await BenchRedis.start();
   const sink = await Sink.start();
