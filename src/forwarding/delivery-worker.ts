@@ -43,7 +43,9 @@ export function createDeliveryWorker(target: Target, deps: WorkerDeps, sequencer
   }
 
   const processor = async (job: Job<DeliveryJob>, token?: string): Promise<AttemptSuccess> => {
-    if (sequencer && job.data.orderKey !== undefined) {
+    // A job added to wait (no delay) headed its key's sequence when it was received, and nothing can
+    // get ahead of it (sequences only grow at the end): only a parked one has to ask for its turn.
+    if (sequencer && job.data.orderKey !== undefined && job.opts.delay) {
       const turn = await sequencer.turn(job);
       if (!turn.deliver) {
         await job.moveToDelayed(Date.now() + turn.parkMs, token);
