@@ -53,7 +53,7 @@ describe('listen, the merchant developer\'s local endpoint', () => {
     expect(await good.text()).toBe('handled by the local app');
     const line = await cli.waitForLine((l) => l.includes(EVENT_ID) && !l.includes('rejected'));
     expect(line).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\s+payment\.result\s+evt_0123\S+\s+status=SUCCESS\s+request_id=PAY20261123000001$/);
-    expect(await cli.waitForLine((l) => l.includes('->'))).toMatch(/-> 202 from http:\/\/127\.0\.0\.1:\d+\/hook in \d+ ms: handled by the local app/);
+    expect(await cli.waitForLine((l) => l.includes('->'))).toMatch(/-> 202 from http:\/\/127\.0\.0\.1:\d+\/hook\/[0-9a-f]+ in \d+ ms: handled by the local app/);
     expect(handler.requests).toHaveLength(1);
     expect(handler.requests[0]!.body.toString()).toBe(body);
     expect(handler.requests[0]!.headers['webhook-id']).toBe(EVENT_ID);

@@ -1,5 +1,6 @@
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { randomBytes } from 'node:crypto';
 
 export interface ReceivedRequest {
   at: number;
@@ -15,9 +16,16 @@ export interface ReceivedRequest {
 /** What the target does with the n-th request (0-based): answer a status, or hang. */
 export type Behaviour = (n: number, req: ReceivedRequest) => { status: number; headers?: Record<string, string>; delayMs?: number; body?: string } | 'hang';
 
-/** A real local HTTP server standing in for one of the merchant's systems; it records every request. */
+/**
+ * A real local HTTP server standing in for one of the merchant's systems; it records every request to
+ * its own path. Its path is unique (`/hook/<random>`): the port is an ephemeral one the OS may have
+ * given another test moments before, whose late requests (a closed target's retries, a slow client's
+ * bytes) land here; they are answered 404 and kept apart in `strays`, not taken for deliveries.
+ */
 export class TargetServer {
   readonly requests: ReceivedRequest[] = [];
+  readonly strays: ReceivedRequest[] = [];
+  private readonly hookPath = `/hook/${randomBytes(6).toString('hex')}`;
   inFlight = 0;
   maxInFlight = 0;
   private readonly hanging = new Set<ServerResponse>();
@@ -39,10 +47,15 @@ export class TargetServer {
   }
 
   get url(): string {
-    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/hook`;
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}${this.hookPath}`;
   }
 
   private handle(req: ReceivedRequest, res: ServerResponse): void {
+    if (req.path.split('?')[0] !== this.hookPath) {
+      this.strays.push(req);
+      res.writeHead(404).end();
+      return;
+    }
     const n = this.requests.length;
     this.requests.push(req);
     const action = this.behaviour(n, req);
