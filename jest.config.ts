@@ -6,7 +6,7 @@ const config: Config = {
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
   // test/timing compares wall-clock rates, which another test file on the other core would skew:
-  // `npm test` runs them afterwards on their own (jest.timing.config.ts).
+  // `npm test` runs them afterwards on their own (`npm run test:timing`, which lifts this ignore).
   testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/timing/'],
   transform: { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022' } }] },
   globalSetup: '<rootDir>/test/support/global-setup.ts',
