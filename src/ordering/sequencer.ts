@@ -5,7 +5,7 @@ import type { Target } from '../forwarding/target-schema';
 import type { DeliveryJob } from '../pipeline/jobs';
 import { ownKeys } from '../pipeline/names';
 import type { DeliveryQueue } from '../pipeline/queues';
-import type { RedisClient } from '../redis/connect';
+import { whenReady, type RedisClient } from '../redis/connect';
 import { keyDigest } from './key';
 import { PARKED_BEHIND_MS, PARKED_NEXT_MS } from './park';
 import { promote } from 'bullmq/dist/cjs/scripts/promote-9';
@@ -79,6 +79,10 @@ export function createSequencer(target: Target, connection: RedisClient, prefix:
   const sequenceOf = (key: string) => ownKeys.orderSequence(prefix, target.name, keyDigest(key));
   const onDeadLetter = target.order?.onDeadLetter ?? 'block';
 
+  // The connection sends nothing while it is not ready (no offline queue): an admin request or a turn
+  // right after start waits for it, as BullMQ's own calls do.
+  const ready = () => whenReady(connection);
+
   async function stateOf(eventId: string): Promise<string> {
     const job = await queue()?.getJob(eventId);
     return job ? job.getState() : 'missing';
@@ -109,6 +113,7 @@ export function createSequencer(target: Target, connection: RedisClient, prefix:
     async turn(job: Pick<Job<DeliveryJob>, 'data'>): Promise<Turn> {
       const key = job.data.orderKey;
       if (key === undefined) return { deliver: true };
+      await ready();
       const sequence = sequenceOf(key);
       for (;;) {
         const [position, head] = await connection.webhookOrderPlace(sequence, job.data.eventId);
@@ -132,7 +137,9 @@ export function createSequencer(target: Target, connection: RedisClient, prefix:
 
     /** After a successful delivery: the next delivery of its key may go. */
     async delivered(job: Pick<Job<DeliveryJob>, 'data'>): Promise<void> {
-      if (job.data.orderKey !== undefined) await advancePast(job.data.orderKey, job.data.eventId);
+      if (job.data.orderKey === undefined) return;
+      await ready();
+      await advancePast(job.data.orderKey, job.data.eventId);
     },
 
     /**
@@ -142,6 +149,7 @@ export function createSequencer(target: Target, connection: RedisClient, prefix:
     async deadLettered(job: Pick<Job<DeliveryJob>, 'data'>): Promise<'skipped' | 'blocked' | 'unordered'> {
       const key = job.data.orderKey;
       if (key === undefined) return 'unordered';
+      await ready();
       if (onDeadLetter === 'skip') {
         if (await advancePast(key, job.data.eventId)) hooks.skipped?.(key, job.data.eventId);
         return 'skipped';
@@ -153,6 +161,7 @@ export function createSequencer(target: Target, connection: RedisClient, prefix:
 
     /** The keys held back by a dead letter, oldest first (a key whose head is no longer a dead letter is dropped). */
     async blocked(): Promise<BlockedKey[]> {
+      await ready();
       const entries = await connection.zrange(blockedKey, 0, -1, 'WITHSCORES');
       const out: BlockedKey[] = [];
       for (let i = 0; i < entries.length; i += 2) {
@@ -174,6 +183,7 @@ export function createSequencer(target: Target, connection: RedisClient, prefix:
      * outside the order) and the next delivery of the key goes. Undefined when the key is not blocked.
      */
     async release(key: string): Promise<{ key: string; eventId: string } | undefined> {
+      await ready();
       const head = await connection.lindex(sequenceOf(key), 0);
       if (!head || (await stateOf(head)) !== 'failed') return undefined;
       await advancePast(key, head);
@@ -182,11 +192,15 @@ export function createSequencer(target: Target, connection: RedisClient, prefix:
 
     /** After a dead letter was discarded: if it headed its key, the next delivery goes. */
     async discarded(job: Pick<Job<DeliveryJob>, 'data'>): Promise<void> {
-      if (job.data.orderKey !== undefined) await advancePast(job.data.orderKey, job.data.eventId);
+      if (job.data.orderKey === undefined) return;
+      await ready();
+      await advancePast(job.data.orderKey, job.data.eventId);
     },
 
     /** How many keys are blocked, and since when the oldest (ms since 1970), for the metrics. */
     async blockedSummary(): Promise<{ count: number; oldestMs?: number }> {
+      // A scrape does not wait for Redis: it keeps the last values (webhook_redis_up says why).
+      if (connection.status !== 'ready') throw new Error('Redis is not ready');
       const [count, oldest] = await Promise.all([connection.zcard(blockedKey), connection.zrange(blockedKey, 0, 0, 'WITHSCORES')]);
       return { count, oldestMs: oldest[1] !== undefined ? Number(oldest[1]) : undefined };
     },
