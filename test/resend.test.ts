@@ -108,3 +108,35 @@ describe('resending an event', () => {
     }
   });
 });
+
+describe('resending to a target that lost its job', () => {
+  it("copies the event, not another target's dead letter: no lastFailure, its own target name", async () => {
+    const ok = await TargetServer.start();
+    const down = await TargetServer.start(() => ({ status: 500 }));
+    const g = buildForwarding(platform, [
+      { name: 'ok', url: ok.url },
+      { name: 'down', url: down.url, maxAttempts: 1 },
+    ]);
+    try {
+      await platform.send(g.receiver.app, platform.signed('payment.result')).expect(200);
+      await ok.waitFor(() => ok.successes().length === 1);
+      const id = String(ok.requests[0]!.headers['webhook-id']);
+      await waitUntil(async () => (await g.deadLetters.list({ target: 'down' })).length === 1, 10000, 'down dead-lettered');
+      const okQueue = g.pipeline.deliveryQueue('ok')!;
+      await waitUntil(async () => (await okQueue.getJobState(id)) === 'completed', 5000, 'ok completed');
+      // Retention removed ok's job; the body is now found only in down's dead letter.
+      await (await okQueue.getJob(id))!.remove();
+      expect((await g.pipeline.deliveryQueue('down')!.getJob(id))!.data.lastFailure).toBeDefined();
+
+      await request(g.admin).post(`/admin/api/events/${id}/resend`).set(bearer).send({ target: 'ok' }).expect(200);
+      const resent = await okQueue.getJob(id);
+      expect(resent!.data.target).toBe('ok');
+      expect(resent!.data.lastFailure).toBeUndefined();
+      await ok.waitFor(() => ok.successes().length === 2);
+    } finally {
+      await g.close();
+      await ok.close();
+      await down.close();
+    }
+  });
+});
