@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { projectRoot } from '../src/config/project-root';
+import { EVENT_TYPES } from '../src/events/table';
 
 export const PHASES = ['ingest', 'fixedRate', 'drain', 'growth', 'soak'] as const;
 export type PhaseName = (typeof PHASES)[number];
@@ -21,6 +22,10 @@ export interface BenchOptions {
     maxRequests: number;
   };
   fixedRate: { rate: number; seconds: number; warmupSeconds: number; connections: number };
+  /**
+   * rawWorkerConcurrency: jobs in flight per event queue of the raw worker (one worker per queue);
+   * targetConcurrency: the service target's `concurrency`, by default the raw worker's total in flight.
+   */
   drain: { backlog: number; growthBacklog: number; rawWorkerConcurrency: number; targetConcurrency: number };
   soak: { rate: number; seconds: number; baselineSeconds: number; sampleEveryMs: number };
   /** Profile the service under ingest load (`node --cpu-prof`) in an extra run that does not count. */
@@ -91,6 +96,7 @@ function phases(env: Env): Set<PhaseName> {
 export function benchOptions(env: Env, command: string): BenchOptions {
   const smoke = flag(env, 'SMOKE');
   const backlog = num(env, 'BACKLOG', smoke ? 300 : 50_000);
+  const rawConcurrency = num(env, 'RAW_CONCURRENCY', 10);
   return {
     smoke,
     phases: phases(env),
@@ -113,8 +119,9 @@ export function benchOptions(env: Env, command: string): BenchOptions {
       backlog,
       // Smoke: 3x, enough to exercise the phase; the smoke run sits in the test suite's budget.
       growthBacklog: num(env, 'GROWTH_BACKLOG', smoke ? backlog * 3 : backlog * 10),
-      rawWorkerConcurrency: num(env, 'RAW_CONCURRENCY', 10),
-      targetConcurrency: num(env, 'TARGET_CONCURRENCY', 10),
+      rawWorkerConcurrency: rawConcurrency,
+      // The same deliveries in flight as the raw worker, which runs one worker per event queue.
+      targetConcurrency: num(env, 'TARGET_CONCURRENCY', rawConcurrency * EVENT_TYPES.length),
     },
     soak: {
       rate: num(env, 'SOAK_RATE', smoke ? 200 : 250),

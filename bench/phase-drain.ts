@@ -2,6 +2,7 @@ import { enqueueBacklog } from './backlog';
 import { keyPrefix } from '../src/pipeline/names';
 import type { BenchContext } from './context';
 import { FORWARDING_MISSING, serviceLogFile } from './context';
+import { cpuMsOf } from './cpu';
 import { sleep } from './processes';
 import { expireRetainedCompleted, waitUntilSettled } from './queues';
 import { censusKeys, expireExpiringKeys, memoryUsage } from './redis';
@@ -55,15 +56,17 @@ async function drainRun(ctx: BenchContext, kind: Kind, backlog: number, label: s
   const spawnedAt = Date.now();
   const subject = await startDrainer(ctx, kind, prefix, `${label}-${kind}`, orderKeys, targetCount);
   const rss = new RssSampler(subject.pid, 500);
+  const cpuAtStart = { subject: cpuMsOf(subject.pid), redis: cpuMsOf(ctx.redis.pid) };
   const drained = (async () => {
     // Bounded by a floor rate of 100 events/s, and by 60 s without progress.
     const wait = await ctx.sink.waitForUnique(deliveries, { timeoutMs: 60_000 + (deliveries / 100) * 1000, stallMs: 60_000, firstWithinMs: 60_000 });
+    const cpu = { subject: cpuMsOf(subject.pid) - cpuAtStart.subject, redis: cpuMsOf(ctx.redis.pid) - cpuAtStart.redis };
     rss.stop();
     await waitUntilSettled(ctx.redis.admin, keyPrefix(prefix), 30_000);
     await sleep(ctx.options.smoke ? 200 : 2000);
-    return { wait, rssAfter: rssOf(subject.pid) };
+    return { wait, cpu, rssAfter: rssOf(subject.pid) };
   })();
-  const { wait, rssAfter } = await drained.finally(() => subject.stop());
+  const { wait, cpu, rssAfter } = await drained.finally(() => subject.stop());
   if (wait.stats.unique === 0) return { skipped: 'forwarding not available (nothing delivered within 60 s)' };
   const { stats } = wait;
   const totals = await waitUntilSettled(ctx.redis.admin, keyPrefix(prefix), 1000);
@@ -88,6 +91,8 @@ async function drainRun(ctx: BenchContext, kind: Kind, backlog: number, label: s
     eventsPerSec: Math.round(((stats.unique - 1) / drainedMs / targetCount) * 1000),
     deliveriesPerSec: Math.round(((stats.unique - 1) / drainedMs) * 1000),
     totalSec: Math.round(stats.lastAtMs - spawnedAt) / 1000,
+    cpuMsPerDelivery: Math.round((cpu.subject / stats.unique) * 1000) / 1000,
+    redisCpuMsPerDelivery: Math.round((cpu.redis / stats.unique) * 1000) / 1000,
     enqueueSec: Math.round(enqueueSec * 10) / 10,
     redisStartMB: toMB(redisStart),
     redisBytesPerQueuedEvent: Math.round((redisQueued - redisStart) / backlog),
@@ -106,7 +111,7 @@ async function drainRun(ctx: BenchContext, kind: Kind, backlog: number, label: s
     rssAfterMB: toMB(rssAfter),
   };
   ctx.log(
-    `${label} ${kind}: ${figures.eventsPerSec} events/s (${targetCount} target${targetCount > 1 ? 's' : ''}, ${figures.deliveriesPerSec} deliveries/s); Redis above start: after drain ${toMB(redisAfterDrain - redisStart)} MB, ` +
+    `${label} ${kind}: ${figures.eventsPerSec} events/s (${targetCount} target${targetCount > 1 ? 's' : ''}, ${figures.deliveriesPerSec} deliveries/s), CPU ms per delivery ${figures.cpuMsPerDelivery} (redis ${figures.redisCpuMsPerDelivery}); Redis above start: after drain ${toMB(redisAfterDrain - redisStart)} MB, ` +
       `after retention ${toMB(redisAfterRetention - redisStart)} MB (${census.expiring} keys with a TTL, ${census.jobs} job keys, ${census.other} others), ` +
       `after TTLs ${toMB(redisAfterExpiry - redisStart)} MB`,
   );

@@ -89,6 +89,8 @@ export function buildRows(res: BenchResult): TableRow[] {
     const sec = `${label} ${d.backlog.toLocaleString('en-US')} queued`;
     const q = ratio(s?.eventsPerSec, b?.eventsPerSec);
     row(sec, 'events/s delivered', s?.eventsPerSec ?? skippedText(d.service), b?.eventsPerSec ?? skippedText(d.baseline), `>= ${TARGETS.drainRatio}x`, s ? typeof q === 'number' && q >= TARGETS.drainRatio : null);
+    row(sec, 'CPU ms per delivery (drainer)', s?.cpuMsPerDelivery, b?.cpuMsPerDelivery);
+    row(sec, 'Redis CPU ms per delivery', s?.redisCpuMsPerDelivery, b?.redisCpuMsPerDelivery);
     row(sec, 'Redis bytes per queued event', s?.redisBytesPerQueuedEvent, b?.redisBytesPerQueuedEvent);
     row(sec, 'Redis after drain, MB above start', s ? r2(s.redisAfterDrainMB - s.redisStartMB) : undefined, b ? r2(b.redisAfterDrainMB - b.redisStartMB) : undefined, '', null, false);
     row(

@@ -65,6 +65,9 @@ export interface DrainFigures {
   deliveriesPerSec: number;
   /** Process start to last delivery. */
   totalSec: number;
+  /** CPU time (user + system) of the drainer, and of Redis, from its start to the last delivery, per delivery. */
+  cpuMsPerDelivery: number;
+  redisCpuMsPerDelivery: number;
   enqueueSec: number;
   redisStartMB: number;
   redisBytesPerQueuedEvent: number;
