@@ -27,7 +27,7 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  const logger = createLogger(config.logLevel, undefined, config.logRepeatIntervalMs);
+  const logger = createLogger(config.logLevel, undefined, { repeatIntervalMs: config.logRepeatIntervalMs });
   for (const [message, fields] of keyWarnings) logger.warn(message, fields);
   const metrics = createMetrics();
   logger.info('redis', { topology: redis.target.kind, at: redis.description, keyPrefix: keyPrefix(config.queuePrefix), minReplicasAck: config.redisMinReplicasAck });

@@ -83,7 +83,7 @@ it('a target that refuses connections is classed connection_refused, with its co
 describe('repeated identical errors', () => {
   it('are logged at the first occurrence, then once per interval with a count', async () => {
     const capture = new LogCapture();
-    const logger = createLogger('info', capture.stream, 300);
+    const logger = createLogger('info', capture.stream, { repeatIntervalMs: 300 });
     for (let i = 0; i < 50; i++) logger.repeated('warn', 'redis:ECONNREFUSED', 'redis connection error', { error: 'connect ECONNREFUSED', i });
     logger.repeated('warn', 'redis:other', 'redis connection error', { error: 'Connection is closed.' });
     await new Promise((r) => setTimeout(r, 450));

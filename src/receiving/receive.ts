@@ -114,7 +114,7 @@ export async function receiveNotification(deps: ReceiveDeps, n: IncomingNotifica
     deps.logger.error('notification quarantined: verified but not a valid notification', { ...line, errors: parsed.errors });
     if (deps.logger.isDebugEnabled()) deps.logger.debug('quarantined body', { eventId, body: maskedBody(deps, text) });
   } else {
-    deps.logger.info('notification received', line);
+    deps.logger.record('info', 'notification received', line);
     if (parsed.ok && deps.logger.isDebugEnabled()) deps.logger.debug('notification body', { eventId, body: deps.mask(parsed.payload) });
   }
   return { kind: 'acknowledged', outcome, eventId };
