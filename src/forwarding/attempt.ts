@@ -72,10 +72,14 @@ export async function attemptDelivery(target: Target, dispatcher: Dispatcher, re
       const facts: FailureFacts = { errorClass: timedOut ? 'timeout' : classifyNetworkError(code), latencyMs: elapsed() };
       throw new TransientDeliveryError(summarise(facts, code ?? e.message, target.timeoutMs), undefined, undefined, undefined, facts);
     }
+    const status = res.statusCode;
+    if (status >= 200 && status < 300) {
+      // A success's answer is not kept: read and dropped (up to undici's dump limit; a larger one closes the connection).
+      await res.body.dump().catch(() => undefined);
+      return { status, latencyMs: elapsed(), requestHeaders: maskHeaders(req.headers) };
+    }
     const excerpt = await readExcerpt(res.body);
     const latencyMs = elapsed();
-    const status = res.statusCode;
-    if (status >= 200 && status < 300) return { status, latencyMs, requestHeaders: maskHeaders(req.headers) };
     const facts: FailureFacts = { errorClass: 'http_status', status, latencyMs, responseExcerpt: excerpt };
     const summary = summarise(facts, '', target.timeoutMs);
     if (status >= 500 || ALWAYS_RETRIED.has(status) || target.retryStatuses.includes(status)) {
