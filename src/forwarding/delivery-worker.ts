@@ -30,7 +30,7 @@ export interface WorkerDeps {
  * ordered delivery (`sequencer`), a delivery goes only in its turn; out of turn it is parked again
  * (delayed, no attempt spent) until the delivery before it is done.
  */
-export function createDeliveryWorker(target: Target, deps: WorkerDeps, sequencer?: Sequencer): { worker: Worker; close(): Promise<void> } {
+export function createDeliveryWorker(target: Target, deps: WorkerDeps, sequencer?: Sequencer): { worker: Worker; close(ms?: number): Promise<void> } {
   const dispatcher = new Agent({ connections: target.concurrency, keepAliveTimeout: 4000 });
   const sign = createSigner(target);
   const { logger, metrics } = deps;
@@ -116,8 +116,11 @@ export function createDeliveryWorker(target: Target, deps: WorkerDeps, sequencer
   worker.on('error', (err) => logger.repeated('warn', `delivery worker error:${err.message}`, 'delivery worker error', { target: target.name, error: err.message }));
   return {
     worker,
-    async close() {
-      await dispatcher.close();
+    /** Lets requests under way end within `ms`, then cuts them (their jobs are retried). */
+    async close(ms = 1000) {
+      let timer: NodeJS.Timeout | undefined;
+      const ended = await Promise.race([dispatcher.close().then(() => true), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)))]).finally(() => clearTimeout(timer));
+      if (!ended) await dispatcher.destroy();
     },
   };
 }

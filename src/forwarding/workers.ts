@@ -9,6 +9,18 @@ import { createDeliveryWorker } from './delivery-worker';
 import { createFanoutWorker } from './fanout-worker';
 import type { Target } from './target-schema';
 
+/** Logged when workers are stopped by cutting their connections. */
+export const WORKERS_CUT = 'workers did not stop in time (deliveries in flight, or Redis not answering); cutting their connections: unfinished deliveries are picked up again';
+
+/** Each step of a forced stop waits at most this long. */
+const FORCED_STEP_MS = 1000;
+
+/** True when `work` settled within `ms`. */
+function settlesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([work.then(() => true, () => true), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)))]).finally(() => clearTimeout(timer));
+}
+
 export interface RunningWorkers {
   /**
    * After a configuration reload: starts a worker for each new target, restarts the worker of each
@@ -39,18 +51,22 @@ export function startWorkers(config: Config, pipeline: Pipeline, logger: Logger,
   pipeline.targets().forEach(start);
   logger.info('workers started', { targets: pipeline.targets().map((t) => t.name), eventTypes: EVENT_TYPES.length });
 
-  /** Stops workers within the shutdown bound: in-flight deliveries finish, or return after the lock expires. */
-  async function stop(workers: Worker[], agents: Running['delivery'][]): Promise<void> {
-    const graceful = Promise.all(workers.map((w) => w.close()));
-    const timedOut = await Promise.race([
-      graceful.then(() => false),
-      new Promise<boolean>((r) => setTimeout(() => r(true), config.worker.shutdownTimeoutMs).unref()),
-    ]);
-    if (timedOut) {
-      logger.warn('in-flight deliveries did not finish in time; they will be picked up again', { timeoutMs: config.worker.shutdownTimeoutMs });
-      await Promise.all(workers.map((w) => w.close(true)));
+  /**
+   * Stops workers within the shutdown bound: in-flight deliveries finish, or return after the lock
+   * expires. Past the bound the workers' connections are cut, and with `cutShared` (the process is
+   * stopping) the shared one too, which fails a command stuck on a dead node (seen after a cluster
+   * failover: the graceful close then never ended). `close(true)` cannot do it: BullMQ hands back the
+   * close already under way. Every wait here is bounded; what is left stays queued for another worker.
+   */
+  async function stop(workers: Worker[], agents: Running['delivery'][], cutShared: boolean): Promise<void> {
+    const closed = Promise.all(workers.map((w) => w.close()));
+    if (!(await settlesWithin(closed, config.worker.shutdownTimeoutMs))) {
+      logger.warn(WORKERS_CUT, { timeoutMs: config.worker.shutdownTimeoutMs });
+      await settlesWithin(Promise.allSettled(workers.map((w) => w.disconnect())), FORCED_STEP_MS);
+      if (cutShared) connection.disconnect();
+      if (!(await settlesWithin(closed, FORCED_STEP_MS))) logger.warn('workers did not close after their connections were cut; leaving them', { workers: workers.length });
     }
-    await Promise.all(agents.map((d) => d.close()));
+    await Promise.all(agents.map((d) => d.close(FORCED_STEP_MS)));
   }
 
   return {
@@ -58,13 +74,13 @@ export function startWorkers(config: Config, pipeline: Pipeline, logger: Logger,
       const names = new Set(next.map((t) => t.name));
       const changed = next.filter((t) => deliveries.has(t.name) && JSON.stringify(deliveries.get(t.name)!.target) !== JSON.stringify(t));
       const leaving = [...deliveries.values()].filter((r) => !names.has(r.target.name) || changed.some((t) => t.name === r.target.name));
-      await stop(leaving.map((r) => r.delivery.worker), leaving.map((r) => r.delivery));
+      await stop(leaving.map((r) => r.delivery.worker), leaving.map((r) => r.delivery), false);
       for (const r of leaving) deliveries.delete(r.target.name);
       for (const t of next) if (!deliveries.has(t.name)) start(t);
     },
     async close() {
       const running = [...deliveries.values()];
-      await stop([...fanouts, ...running.map((r) => r.delivery.worker)], running.map((r) => r.delivery));
+      await stop([...fanouts, ...running.map((r) => r.delivery.worker)], running.map((r) => r.delivery), true);
       connection.disconnect();
     },
   };
