@@ -196,7 +196,10 @@ describe('flow control', () => {
     // lets `max` jobs start in it. Replayed on when each job started (processedOn, stamped as the worker
     // takes it), not on arrival at the target: the target shares this process's event loop, and a
     // stall of it on a loaded machine shifts arrivals from one window into another.
-    const started = await f.pipeline.deliveryQueue('sink')!.getCompleted(0, 20);
+    // A job is marked completed a moment after its request reached the target: wait for all 12.
+    const queue = f.pipeline.deliveryQueue('sink')!;
+    await waitUntil(async () => (await queue.getCompletedCount()) === 12, 10_000, 'all 12 deliveries completed');
+    const started = await queue.getCompleted(0, 20);
     expect(started).toHaveLength(12);
     const times = started.map((j) => j.processedOn!).sort((a, b) => a - b);
     // 12 deliveries at 4 per 500 ms take at least two full windows after the first.
