@@ -4,16 +4,11 @@ import { Redis } from 'ioredis';
 import type { RedisServer } from '../src/devtools/redis-server';
 import type { ForwardingHarness } from './support/forwarding-harness';
 import { FakePlatform } from './support/platform';
-import { runFailover, runReplicasPaused, runWholePath } from './support/topology-scenarios';
+import { runFailover, runLaggingReplicaFailover, runReplicasPaused, runWholePath, type FailoverResult, type LaggingFailoverResult } from './support/topology-scenarios';
 import { keyPrefix } from '../src/pipeline/names';
 
 const platform = new FakePlatform();
 
-// The failover runs (kill -9 of the master while notifications arrive) are not yet reliable enough
-// for CI: in clean runs a Sentinel failover once lost 35 of 36 acknowledged notifications with
-// REDIS_MIN_REPLICAS_ACK=1 and once hung. Until that is understood they run on demand only:
-// TOPOLOGY_FAILOVER=1 npx jest test/topologies.test.ts
-const failoverIt = process.env.TOPOLOGY_FAILOVER === '1' ? it : it.skip;
 describe('on a Redis Cluster of three masters with a replica each', () => {
   let cluster: RedisCluster;
   beforeAll(async () => {
@@ -47,11 +42,22 @@ describe('on a Redis Cluster of three masters with a replica each', () => {
     await cluster.waitForReplicas(1);
   };
 
-  failoverIt('with REDIS_MIN_REPLICAS_ACK=1, when the master is killed while notifications arrive, every acknowledged one is delivered and the service resumes', async () => {
+  it('with REDIS_MIN_REPLICAS_ACK=1, when the master is killed while notifications arrive, every acknowledged one is delivered and the service resumes', async () => {
     const result = await runFailover(platform, { REDIS_CLUSTER_NODES: cluster.seeds, REDIS_MIN_REPLICAS_ACK: '1' }, killSlotMaster, restartKilled);
-    console.log(`cluster failover, REDIS_MIN_REPLICAS_ACK=1: ${result.acknowledged.length} acknowledged, ${result.lost.length} of them lost, ${result.refused} refused`);
+    report('cluster', 1, result);
     expect(result.lost).toEqual([]);
     expect(result.acknowledgedAfterKill).toBeGreaterThanOrEqual(20);
+  }, 120_000);
+
+  it('with REDIS_MIN_REPLICAS_ACK=0, the service resumes on its own after the kill (what it loses is reported, not promised)', async () => {
+    const result = await runFailover(platform, { REDIS_CLUSTER_NODES: cluster.seeds, REDIS_MIN_REPLICAS_ACK: '0' }, killSlotMaster, restartKilled);
+    report('cluster', 0, result);
+    expect(result.acknowledgedAfterKill).toBeGreaterThanOrEqual(20);
+  }, 120_000);
+
+  it('when the master dies while its replica lags, REDIS_MIN_REPLICAS_ACK=1 acknowledged none of what only the master held; at 0 that was acknowledged and lost', async () => {
+    const topology = { replicas: async (f: ForwardingHarness) => (await cluster.ownersOf(keyPrefix(f.config.queuePrefix))).replicas, kill: killSlotMaster, heal: restartKilled };
+    expectLaggingOutcomes('cluster', await runLaggingReplicaFailover(platform, { REDIS_CLUSTER_NODES: cluster.seeds, REDIS_MIN_REPLICAS_ACK: '1' }, topology), await runLaggingReplicaFailover(platform, { REDIS_CLUSTER_NODES: cluster.seeds, REDIS_MIN_REPLICAS_ACK: '0' }, topology));
   }, 120_000);
 });
 
@@ -84,13 +90,48 @@ describe('under Sentinel: a master, two replicas and three sentinels', () => {
     await sentinel.waitUntilReplica(killed);
   };
 
-  failoverIt('with REDIS_MIN_REPLICAS_ACK=1, when the master is killed while notifications arrive, every acknowledged one is delivered and the service resumes', async () => {
+  it('with REDIS_MIN_REPLICAS_ACK=1, when the master is killed while notifications arrive, every acknowledged one is delivered and the service resumes', async () => {
     const result = await runFailover(platform, { ...env(), REDIS_MIN_REPLICAS_ACK: '1' }, killMaster, restartKilled);
-    console.log(`sentinel failover, REDIS_MIN_REPLICAS_ACK=1: ${result.acknowledged.length} acknowledged, ${result.lost.length} of them lost, ${result.refused} refused`);
+    report('sentinel', 1, result);
     expect(result.lost).toEqual([]);
     expect(result.acknowledgedAfterKill).toBeGreaterThanOrEqual(20);
   }, 120_000);
+
+  it('with REDIS_MIN_REPLICAS_ACK=0, the service resumes on its own after the kill (what it loses is reported, not promised)', async () => {
+    const result = await runFailover(platform, { ...env(), REDIS_MIN_REPLICAS_ACK: '0' }, killMaster, restartKilled);
+    report('sentinel', 0, result);
+    expect(result.acknowledgedAfterKill).toBeGreaterThanOrEqual(20);
+  }, 120_000);
+
+  it('when the master dies while its replicas lag, REDIS_MIN_REPLICAS_ACK=1 acknowledged none of what only the master held; at 0 that was acknowledged and lost', async () => {
+    const topology = { replicas: () => sentinel.replicas(), kill: killMaster, heal: restartKilled };
+    expectLaggingOutcomes('sentinel', await runLaggingReplicaFailover(platform, { ...env(), REDIS_MIN_REPLICAS_ACK: '1' }, topology), await runLaggingReplicaFailover(platform, { ...env(), REDIS_MIN_REPLICAS_ACK: '0' }, topology));
+  }, 120_000);
 });
+
+/**
+ * With the replicas lagging: at 1 every notification of the window is refused (503, the platform
+ * retries) and nothing is lost; at 0 every one is answered 200 though no replica confirmed it. Whether
+ * those are then lost is up to the kernel, not to us: a frozen replica's socket still buffers the
+ * replication stream, which it applies when it runs again unless the dead master's reset discarded it
+ * (seen both ways: 5 of 5 lost under Sentinel, 0 of 5 on the cluster). So the loss at 0 is reported,
+ * and what is asserted is the acknowledgement without a replica. Either way the service resumes.
+ */
+function expectLaggingOutcomes(topology: string, strict: LaggingFailoverResult, loose: LaggingFailoverResult): void {
+  for (const [ack, r] of [[1, strict], [0, loose]] as const) {
+    console.log(`${topology}, master killed while its replicas lag, REDIS_MIN_REPLICAS_ACK=${ack}: ${r.acknowledgedWhileLagging.length} of 5 acknowledged, ${r.lost.length} of them lost, resumed: ${r.resumed}`);
+  }
+  expect(strict.acknowledgedWhileLagging).toEqual([]);
+  expect(strict.lost).toEqual([]);
+  expect(strict.resumed).toBe(true);
+  expect(loose.acknowledgedWhileLagging).toHaveLength(5);
+  expect(loose.resumed).toBe(true);
+}
+
+/** One line per failover run, for the CI log: how many were acknowledged, lost and refused. */
+function report(topology: string, ack: number, result: FailoverResult): void {
+  console.log(`${topology} failover, REDIS_MIN_REPLICAS_ACK=${ack}: ${result.acknowledged.length} acknowledged (${result.acknowledgedAfterKill} after the kill), ${result.lost.length} of them lost, ${result.refused} refused`);
+}
 
 /** The keys under `prefix` on one node, asked of that node directly (no cluster or sentinel client). */
 async function keysOnNode(port: number, prefix: string): Promise<string[]> {

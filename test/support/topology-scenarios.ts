@@ -115,9 +115,9 @@ export async function runFailover(
     };
     const killer = async () => {
       await waitUntil(() => acknowledged.length >= 30, 20_000, 'notifications acknowledged before the kill');
-      await kill(f);
+      await step('kill the master', kill(f));
       killedAt = acknowledged.length;
-      await heal();
+      await step('heal', heal(), 40_000);
 
     };
     await Promise.all([sender(), sender(), sender(), sender(), killer()]);
@@ -131,8 +131,89 @@ export async function runFailover(
     }
     return { acknowledged, lost: acknowledged.filter((id) => !seen.has(id)), acknowledgedAfterKill: Math.max(0, acknowledged.length - killedAt), refused };
   } finally {
-    await f.close();
+    await step('close the service', f.close());
     await target.close();
+  }
+}
+
+export interface LaggingFailoverResult {
+  /** Of the notifications sent while every replica lagged (paused), those answered 200. */
+  acknowledgedWhileLagging: string[];
+  /** Of those, the ones never delivered after the failover. */
+  lost: string[];
+  /** Answered 200 once the new master took over: the service came back by itself. */
+  resumed: boolean;
+}
+
+/**
+ * What REDIS_MIN_REPLICAS_ACK is for, made deterministic: the replicas lag (frozen), `sent`
+ * notifications arrive, the target is failing so none is delivered yet, and then the master dies.
+ * A replica that never had those writes becomes master. Whatever was answered 200 in that window
+ * and not held by a replica is gone, the failure a write acknowledged on the master alone risks.
+ */
+export async function runLaggingReplicaFailover(
+  platform: FakePlatform,
+  env: Record<string, string>,
+  topology: {
+    replicas: (f: ForwardingHarness) => Promise<{ pause(): void; resume(): void }[]>;
+    kill: (f: ForwardingHarness) => Promise<void>;
+    heal: () => Promise<void>;
+  },
+  sent = 5,
+): Promise<LaggingFailoverResult> {
+  let failing = false;
+  const target = await TargetServer.start(() => ({ status: failing ? 503 : 200 }));
+  // Retried (every 200 ms at most, 100 times) for longer than the failover takes: a delivery that does not happen is lost, not dead-lettered.
+  const f = buildForwarding(platform, [{ name: 'ledger', url: target.url, maxAttempts: 100 }], { ENQUEUE_TIMEOUT_MS: '1000', ...env });
+  const type: EventType = 'payment.result';
+  const notification = (label: string) => platform.signed(type, { body: `{"type":"MERCH","data":{"lag":"${label}","run":"${f.config.queuePrefix}"}}` });
+  const delivered = () => new Set(target.successes().map((r) => String(r.headers['webhook-id'])));
+  let frozen: { pause(): void; resume(): void }[] = [];
+  try {
+    await step('connect', f.receiver.ready());
+    const before = notification('before');
+    await waitUntil(async () => (await platform.send(f.receiver.app, before)).status === 200, 10_000, 'a 200 before the lag');
+    await target.waitFor(() => delivered().has(eventIdFor(type, undefined, before.body)));
+
+    failing = true;
+    frozen = await step('find the replicas', topology.replicas(f));
+    for (const r of frozen) r.pause();
+    const lagging = Array.from({ length: sent }, (_, i) => notification(`lagging-${i}`));
+    const answers = await step('send while lagging', Promise.all(lagging.map((n) => platform.send(f.receiver.app, n))));
+    const acknowledgedWhileLagging = lagging.filter((_, i) => answers[i]!.status === 200).map((n) => eventIdFor(type, undefined, n.body));
+
+    await step('kill the master', topology.kill(f));
+    for (const r of frozen) r.resume();
+    frozen = [];
+    await step('heal', topology.heal(), 40_000);
+    failing = false;
+
+    const after = notification('after');
+    const resumed = await waitUntil(async () => (await platform.send(f.receiver.app, after)).status === 200, 20_000, 'a 200 after the failover').then(
+      () => true,
+      () => false,
+    );
+    await target.waitFor(() => resumed && delivered().has(eventIdFor(type, undefined, after.body)), 20_000).catch(() => undefined);
+    // Deliveries that survived go within a few backoff rounds of the target's recovery.
+    await waitUntil(() => acknowledgedWhileLagging.every((id) => delivered().has(id)), 5_000).catch(() => undefined);
+    const seen = delivered();
+    return { acknowledgedWhileLagging, lost: acknowledgedWhileLagging.filter((id) => !seen.has(id)), resumed };
+  } finally {
+    for (const r of frozen) r.resume();
+    await step('close the service', f.close());
+    await target.close();
+  }
+}
+
+/** Names the step that did not finish: a hang in a failover test must say where it is. */
+async function step<T>(what: string, work: Promise<T>, timeoutMs = 20_000): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const started = Date.now();
+  try {
+    return await Promise.race([work, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not done within ${timeoutMs} ms`)), timeoutMs)))]);
+  } finally {
+    clearTimeout(timer);
+    if (process.env.TOPOLOGY_TRACE === '1') console.log(`${what}: ${Date.now() - started} ms`);
   }
 }
 
