@@ -28,7 +28,7 @@ export class RedisCluster {
         // Each node its own dir: its node file, and the RDB file a replica's full sync writes.
         const nodeDir = path.join(dir, `node-${i}`);
         mkdirSync(nodeDir);
-        nodes.push(await RedisServer.start({ args: ['--cluster-enabled', 'yes', '--dir', nodeDir, '--cluster-node-timeout', String(nodeTimeoutMs)] }));
+        nodes.push(await RedisServer.start({ args: ['--cluster-enabled', 'yes', '--dir', nodeDir, '--cluster-node-timeout', String(nodeTimeoutMs), '--repl-diskless-sync-delay', '0'] }));
       }
       const addresses = nodes.map((n) => `127.0.0.1:${n.port}`);
       await run('redis-cli', ['--cluster', 'create', ...addresses, '--cluster-replicas', String(replicasPerMaster), '--cluster-yes']);

@@ -28,9 +28,11 @@ export class RedisSentinelSet {
         mkdirSync(d);
         return d;
       };
-      const master = await RedisServer.start({ args: ['--dir', nodeDir(0)] });
+      // A full sync starts at once rather than after Redis's 5 s wait for more replicas to join it.
+      const sync = ['--repl-diskless-sync-delay', '0'];
+      const master = await RedisServer.start({ args: ['--dir', nodeDir(0), ...sync] });
       set.dataNodes.push(master);
-      for (let i = 1; i <= replicas; i++) set.dataNodes.push(await RedisServer.start({ args: ['--dir', nodeDir(i), '--replicaof', '127.0.0.1', String(master.port)] }));
+      for (let i = 1; i <= replicas; i++) set.dataNodes.push(await RedisServer.start({ args: ['--dir', nodeDir(i), ...sync, '--replicaof', '127.0.0.1', String(master.port)] }));
       const quorum = Math.floor(sentinels / 2) + 1;
       for (let i = 0; i < sentinels; i++) {
         const file = path.join(dir, `sentinel-${i}.conf`);
@@ -116,6 +118,21 @@ export class RedisSentinelSet {
     }
   }
 
+  /**
+   * Until the master counts `count` replicas online (linked and synced). A returning node is a
+   * replica by role before its full sync ends; until then WAIT cannot count it.
+   */
+  async waitUntilReplicasOnline(count: number, timeoutMs = 30_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const master = await this.master().catch(() => undefined);
+      const info = master ? await replicationInfo(master.port) : '';
+      if ((info.match(/^slave\d+:.*state=online/gm) ?? []).length >= count) return;
+      if (Date.now() > deadline) throw new Error(`the master does not count ${count} replicas online after ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
   private async ask(args: string[]): Promise<unknown[]> {
     let lastError: unknown;
     for (const s of this.sentinels) {
@@ -141,6 +158,18 @@ export class RedisSentinelSet {
   async stop(): Promise<void> {
     await Promise.all([...this.sentinels, ...this.dataNodes].map((n) => n.stop()));
     rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+async function replicationInfo(port: number): Promise<string> {
+  const client = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1000 });
+  client.on('error', () => undefined);
+  try {
+    return await client.info('replication');
+  } catch {
+    return '';
+  } finally {
+    client.disconnect();
   }
 }
 

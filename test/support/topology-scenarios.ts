@@ -117,7 +117,7 @@ export async function runFailover(
       await waitUntil(() => acknowledged.length >= 30, 20_000, 'notifications acknowledged before the kill');
       await step('kill the master', kill(f));
       killedAt = acknowledged.length;
-      await step('heal', heal(), 40_000);
+      await step('heal', heal(), 60_000);
 
     };
     await Promise.all([sender(), sender(), sender(), sender(), killer()]);
@@ -172,7 +172,11 @@ export async function runLaggingReplicaFailover(
   try {
     await step('connect', f.receiver.ready());
     const before = notification('before');
-    await waitUntil(async () => (await platform.send(f.receiver.app, before)).status === 200, 10_000, 'a 200 before the lag');
+    let last = 0;
+    await waitUntil(async () => (last = (await platform.send(f.receiver.app, before)).status) === 200, 20_000, 'a 200 before the lag').catch((err: Error) => {
+      const refusal = f.receiver.logs.lines.filter((l) => l.outcome === 'unavailable').at(-1);
+      throw new Error(`${err.message} (last answer ${last}; last refusal: ${JSON.stringify(refusal)})`);
+    });
     await target.waitFor(() => delivered().has(eventIdFor(type, undefined, before.body)));
 
     failing = true;
@@ -185,7 +189,7 @@ export async function runLaggingReplicaFailover(
     await step('kill the master', topology.kill(f));
     for (const r of frozen) r.resume();
     frozen = [];
-    await step('heal', topology.heal(), 40_000);
+    await step('heal', topology.heal(), 60_000);
     failing = false;
 
     const after = notification('after');
