@@ -37,7 +37,7 @@ describe('on a Redis Cluster of three masters with a replica each', () => {
   };
   const restartKilled = async () => {
     if (!killed) return;
-    await cluster.waitForFailover(killed.slotKey, killed.node);
+    await cluster.waitForFailover(killed.slotKey, killed.node, 60_000);
     await killed.node.start();
     await cluster.waitForReplicas(1);
   };
@@ -85,7 +85,7 @@ describe('under Sentinel: a master, two replicas and three sentinels', () => {
   };
   const restartKilled = async () => {
     if (!killed) return;
-    await sentinel.waitForNewMaster(killed);
+    await sentinel.waitForNewMaster(killed, 60_000);
     await killed.start();
     await sentinel.waitUntilReplica(killed);
     // Both replicas synced again before the next test: one that is still in its full sync cannot confirm a WAIT.
