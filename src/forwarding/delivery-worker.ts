@@ -6,6 +6,7 @@ import type { Logger } from '../logging/logger';
 import type { Metrics } from '../monitoring/metrics';
 import { attemptDelivery, failureFacts, type AttemptSuccess } from './attempt';
 import { deliveryBackoff } from '../pipeline/job-options';
+import { settlesWithin } from '../pipeline/with-timeout';
 import type { DeliveryFailure, DeliveryJob } from '../pipeline/jobs';
 import { deliveryQueueName } from '../pipeline/names';
 import { buildRequest, type OutgoingRequest } from './build-request';
@@ -118,9 +119,7 @@ export function createDeliveryWorker(target: Target, deps: WorkerDeps, sequencer
     worker,
     /** Lets requests under way end within `ms`, then cuts them (their jobs are retried). */
     async close(ms = 1000) {
-      let timer: NodeJS.Timeout | undefined;
-      const ended = await Promise.race([dispatcher.close().then(() => true), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)))]).finally(() => clearTimeout(timer));
-      if (!ended) await dispatcher.destroy();
+      if (!(await settlesWithin(dispatcher.close(), ms))) await dispatcher.destroy();
     },
   };
 }

@@ -6,6 +6,7 @@ import type { Metrics } from '../monitoring/metrics';
 import type { Pipeline } from '../pipeline/pipeline';
 import { reportConnectionErrors, type RedisConnector } from '../redis/connect';
 import { createDeliveryWorker } from './delivery-worker';
+import { settlesWithin } from '../pipeline/with-timeout';
 import { createFanoutWorker } from './fanout-worker';
 import type { Target } from './target-schema';
 
@@ -14,12 +15,6 @@ export const WORKERS_CUT = 'workers did not stop in time (deliveries in flight, 
 
 /** Each step of a forced stop waits at most this long. */
 const FORCED_STEP_MS = 1000;
-
-/** True when `work` settled within `ms`. */
-function settlesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([work.then(() => true, () => true), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)))]).finally(() => clearTimeout(timer));
-}
 
 export interface RunningWorkers {
   /**

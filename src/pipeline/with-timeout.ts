@@ -6,3 +6,15 @@ export function withTimeout<T>(promise: Promise<T>, ms: number, onTimeout: () =>
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
+
+/** True when `work` settled (either way) within `ms`; the timer never outlives it. */
+export function settlesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
+  return withTimeout(
+    work.then(
+      () => true,
+      () => true,
+    ),
+    ms,
+    () => new Error('timeout'),
+  ).catch(() => false);
+}
