@@ -1,7 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { UnrecoverableError } from 'bullmq';
 import { request, type Dispatcher } from 'undici';
-import { maskHeaders } from '../logging/mask-headers';
 import { parseRetryAfter, TransientDeliveryError } from './backoff';
 import { classifyNetworkError, summarise, type FailureFacts } from './failure';
 import type { DeliveryResult } from '../pipeline/jobs';
@@ -76,7 +75,7 @@ export async function attemptDelivery(target: Target, dispatcher: Dispatcher, re
     if (status >= 200 && status < 300) {
       // A success's answer is not kept: read and dropped (up to undici's dump limit; a larger one closes the connection).
       await res.body.dump().catch(() => undefined);
-      return { status, latencyMs: elapsed(), requestHeaders: maskHeaders(req.headers) };
+      return { status, latencyMs: elapsed() };
     }
     const excerpt = await readExcerpt(res.body);
     const latencyMs = elapsed();

@@ -4,7 +4,8 @@ import type { Target } from './target-schema';
 
 export interface OutgoingRequest {
   headers: Record<string, string>;
-  body: Buffer;
+  /** A string when the platform's body is UTF-8 (as JSON is): one string per request, no buffers to copy. */
+  body: string | Buffer;
 }
 
 /**
@@ -14,7 +15,8 @@ export interface OutgoingRequest {
  * platform's signature itself; `x-forwarded-uri` tells it which request target was signed.
  */
 export function buildRequest(job: DeliveryJob, target: Target, sign: RequestSigner | undefined, now: Date): OutgoingRequest {
-  const raw = decodeRawBody(job);
+  // The bytes as received: the stored string itself when they are UTF-8, decoded only when they are not.
+  const raw = job.rawBodyEncoding === 'utf8' ? job.rawBody : decodeRawBody(job);
   if (target.format === 'passthrough') {
     const headers: Record<string, string> = {
       ...target.headers,
@@ -31,11 +33,8 @@ export function buildRequest(job: DeliveryJob, target: Target, sign: RequestSign
     }
     return { headers, body: raw };
   }
-  const body = Buffer.concat([
-    Buffer.from(`{"id":${JSON.stringify(job.eventId)},"type":${JSON.stringify(job.eventType)},"timestamp":${JSON.stringify(job.receivedAt)},"data":`),
-    raw,
-    Buffer.from('}'),
-  ]);
+  const head = `{"id":${JSON.stringify(job.eventId)},"type":${JSON.stringify(job.eventType)},"timestamp":${JSON.stringify(job.receivedAt)},"data":`;
+  const body = typeof raw === 'string' ? `${head}${raw}}` : Buffer.concat([Buffer.from(head), raw, Buffer.from('}')]);
   const headers: Record<string, string> = {
     ...target.headers,
     'content-type': 'application/json',

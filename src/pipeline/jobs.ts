@@ -58,12 +58,14 @@ export type DeliveryJob = Pick<
   lastFailure?: DeliveryFailure;
 };
 
-/** What a successful delivery attempt returns (the job's return value, which costs no extra Redis call). */
+/**
+ * What a successful delivery attempt returns (the job's return value, which costs no extra Redis call).
+ * Kept small: it travels to Redis with every completion. The headers sent are not kept on success
+ * (they follow from the event and the target's settings); a failed attempt keeps them masked.
+ */
 export interface DeliveryResult {
   status: number;
   latencyMs: number;
-  /** The request headers sent, credentials and signatures masked. */
-  requestHeaders?: Record<string, string>;
 }
 
 /** One failed attempt, as data: in the job's log, the admin API's event view and the dead letter. */
