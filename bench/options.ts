@@ -26,7 +26,11 @@ export interface BenchOptions {
    * rawWorkerConcurrency: jobs in flight per event queue of the raw worker (one worker per queue);
    * targetConcurrency: the service target's `concurrency`, by default the raw worker's total in flight.
    */
-  drain: { backlog: number; growthBacklog: number; rawWorkerConcurrency: number; targetConcurrency: number };
+  /**
+   * rounds: interleaved raw-worker/service drains of the backlog (the 10x growth backlog runs once);
+   * the best of each counts, as in the ingest phase.
+   */
+  drain: { backlog: number; growthBacklog: number; rawWorkerConcurrency: number; targetConcurrency: number; rounds: number };
   soak: { rate: number; seconds: number; baselineSeconds: number; sampleEveryMs: number };
   /** Profile the service under ingest load (`node --cpu-prof`) in an extra run that does not count. */
   profile: boolean;
@@ -122,6 +126,7 @@ export function benchOptions(env: Env, command: string): BenchOptions {
       rawWorkerConcurrency: rawConcurrency,
       // The same deliveries in flight as the raw worker, which runs one worker per event queue.
       targetConcurrency: num(env, 'TARGET_CONCURRENCY', rawConcurrency * EVENT_TYPES.length),
+      rounds: num(env, 'DRAIN_ROUNDS', smoke ? 1 : 3),
     },
     soak: {
       rate: num(env, 'SOAK_RATE', smoke ? 200 : 250),

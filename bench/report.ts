@@ -89,6 +89,7 @@ export function buildRows(res: BenchResult): TableRow[] {
     const sec = `${label} ${d.backlog.toLocaleString('en-US')} queued`;
     const q = ratio(s?.eventsPerSec, b?.eventsPerSec);
     row(sec, 'events/s delivered', s?.eventsPerSec ?? skippedText(d.service), b?.eventsPerSec ?? skippedText(d.baseline), `>= ${TARGETS.drainRatio}x`, s ? typeof q === 'number' && q >= TARGETS.drainRatio : null);
+    if (d.rounds) row(sec, 'events/s delivered, every round (best counts)', d.rounds.service.map((r) => r.toLocaleString('en-US')).join(' / '), d.rounds.baseline.map((r) => r.toLocaleString('en-US')).join(' / '), '', null, false);
     row(sec, 'CPU ms per delivery (drainer)', s?.cpuMsPerDelivery, b?.cpuMsPerDelivery);
     row(sec, 'Redis CPU ms per delivery', s?.redisCpuMsPerDelivery, b?.redisCpuMsPerDelivery);
     row(sec, 'Redis bytes per queued event', s?.redisBytesPerQueuedEvent, b?.redisBytesPerQueuedEvent);

@@ -105,8 +105,11 @@ export type MaybeDrain = DrainFigures | { skipped: string };
 
 export interface DrainPhase {
   backlog: number;
+  /** The best round of each (the highest rate). */
   service: MaybeDrain;
   baseline: MaybeDrain;
+  /** Events/s of every round, in the order run (absent or one each: a single round). */
+  rounds?: { service: number[]; baseline: number[] };
   /** The same backlog drained by the service to a target with `order`, the events spread over `keys` keys. */
   ordered?: { keys: number; drain: MaybeDrain };
   /** The same backlog drained by the service to `targets` targets, each event fanned out to all. */

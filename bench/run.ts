@@ -74,7 +74,7 @@ export async function runBench(options: BenchOptions, log: (line: string) => voi
     if (options.phases.has('ingest')) result.ingest = await runIngestPhase(ctx);
     if (options.profile) result.profile = await profileIngest(ctx);
     if (options.phases.has('fixedRate')) result.fixedRate = await runFixedRatePhase(ctx);
-    if (options.phases.has('drain')) result.drain = await runDrainPhase(ctx, options.drain.backlog, 'drain', { ordered: true, multiTarget: true });
+    if (options.phases.has('drain')) result.drain = await runDrainPhase(ctx, options.drain.backlog, 'drain', { ordered: true, multiTarget: true, rounds: options.drain.rounds });
     if (options.phases.has('growth')) {
       const growth = await runDrainPhase(ctx, options.drain.growthBacklog, 'growth');
       result.growth = { ...growth, serviceCostGrowth: costGrowth(result.drain, growth, 'service'), baselineCostGrowth: costGrowth(result.drain, growth, 'baseline') };
