@@ -26,4 +26,4 @@ EXPOSE 8080 9090
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.ADMIN_PORT||9090)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 # The V8 limits of `npm start` (package.json; test/start-command.test.ts keeps the two equal).
-CMD ["node", "--max-old-space-size=128", "--max-semi-space-size=16", "dist/src/main.js"]
+CMD ["node", "--max-old-space-size=128", "--max-semi-space-size=16", "--heap-growing-percent=100", "dist/src/main.js"]
