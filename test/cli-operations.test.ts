@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
 import { stringify } from 'yaml';
@@ -7,6 +7,7 @@ import { buildForwarding, waitUntil, type ForwardingHarness } from './support/fo
 import { LogCapture } from './support/harness';
 import { FakePlatform } from './support/platform';
 import { TargetServer } from './support/target-server';
+import { tempDir } from './support/temp-dir';
 
 const platform = new FakePlatform();
 let f: ForwardingHarness;
@@ -24,7 +25,7 @@ beforeAll(async () => {
     { name: 'crm', url: crm.url, events: ['payment.result'] },
   ];
   f = buildForwarding(platform, targets);
-  const file = path.join(mkdtempSync(path.join(tmpdir(), 'cli-')), 'config.yaml');
+  const file = path.join(tempDir('cli'), 'config.yaml');
   writeFileSync(file, stringify({ targets }));
   env = { CONFIG_FILE: file, REDIS_URL: f.config.redisUrl, QUEUE_PREFIX: f.config.queuePrefix };
 });
@@ -74,7 +75,7 @@ it('quarantine and target: list, replay with a corrected body, pause and resume'
 
   expect((await cli('target', 'pause', 'erp')).text).toBe('erp: paused');
   expect((await cli('target', 'list')).text).toMatch(/^erp\s+yes/m);
-  const fixedBody = path.join(mkdtempSync(path.join(tmpdir(), 'body-')), 'fixed.json');
+  const fixedBody = path.join(tempDir('body'), 'fixed.json');
   writeFileSync(fixedBody, '{"type":"MERCH","data":{"fixed":1}}');
   const replay = await cli('quarantine', 'replay', id, '--body', fixedBody);
   expect(replay.code).toBe(0);

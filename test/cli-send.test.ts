@@ -1,5 +1,4 @@
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { runCli } from '../src/cli/run';
 import { createLogger } from '../src/logging/logger';
@@ -9,8 +8,9 @@ import { createRedisConnector } from '../src/redis/connect';
 import { createPipeline, pipelineOptions, type Pipeline } from '../src/pipeline/pipeline';
 import { startReceiver, type RunningReceiver } from '../src/receiver';
 import { testConfig, LogCapture } from './support/harness';
+import { tempDir } from './support/temp-dir';
 
-const dir = mkdtempSync(path.join(tmpdir(), 'keys-'));
+const dir = tempDir('keys');
 let receiver: RunningReceiver;
 let pipeline: Pipeline;
 const logs = new LogCapture();

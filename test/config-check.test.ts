@@ -1,6 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { stringify } from 'yaml';
 import { runCli } from '../src/cli/run';
@@ -9,11 +8,12 @@ import { stopChild } from '../src/devtools/stop-child';
 import { RedisServer } from './support/redis-server';
 import { testRedisUrl, uniquePrefix } from './support/harness';
 import { FakePlatform } from './support/platform';
+import { tempDir } from './support/temp-dir';
 
 const platform = new FakePlatform();
 
 function writeConfig(config: object): string {
-  const file = path.join(mkdtempSync(path.join(tmpdir(), 'check-')), 'config.yaml');
+  const file = path.join(tempDir('check'), 'config.yaml');
   writeFileSync(file, stringify(config));
   return file;
 }

@@ -1,5 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadPlatformKeys } from '../src/config/keys';
 import { ConfigError } from '../src/config/errors';
@@ -8,12 +7,13 @@ import { EVENT_TYPES } from '../src/events/table';
 import { createRedisConnector } from '../src/redis/connect';
 import { redisTarget } from '../src/redis/target';
 import { loadVectors } from './support/vectors';
+import { tempDir } from './support/temp-dir';
 
 const { keys } = loadVectors();
 const base = { PLATFORM_PUBLIC_KEYS: keys.platform_key_a_spki_base64 };
 
 function writeYaml(text: string): string {
-  const file = path.join(mkdtempSync(path.join(tmpdir(), 'cfg-')), 'config.yaml');
+  const file = path.join(tempDir('cfg'), 'config.yaml');
   writeFileSync(file, text);
   return file;
 }
@@ -46,7 +46,7 @@ describe('loadConfig', () => {
   });
 
   it('when environment variables are set, then they override the file and the defaults', () => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'cfg-'));
+    const dir = tempDir('cfg');
     const file = path.join(dir, 'c.yaml');
     writeFileSync(file, 'port: 7000\nqueuePrefix: fromfile\nlogLevel: warn\n');
     const c = loadConfig({ ...base, CONFIG_FILE: file, PORT: '7001', SIGNATURE_SCHEMES: 'current,legacy', MERCHANT_ID: 'M1', SIGNATURE_HEADER_PREFIX: 'X-ACME' });
@@ -107,7 +107,7 @@ describe('loadConfig', () => {
   });
 
   it('when a target is invalid, then the problem names the target field', () => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'cfg-'));
+    const dir = tempDir('cfg');
     const file = path.join(dir, 'targets.yaml');
     writeFileSync(file, 'targets:\n  - { name: Ledger, url: "ftp://x", events: [payment.done], secret: "abc" }\n  - { name: crm, url: "http://127.0.0.1:1/x", events: ["*"] }\n');
     const problems = problemsOf(() => loadConfig({ ...base, CONFIG_FILE: file }));
@@ -135,7 +135,7 @@ describe('loadConfig', () => {
 
 describe('loadPlatformKeys', () => {
   it('reads Base64 DER, PEM, certificates, and files holding them', () => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'keys-'));
+    const dir = tempDir('keys');
     const file = path.join(dir, 'platform.pem');
     writeFileSync(file, keys.platform_key_a_certificate_pem + keys.platform_key_a_pem);
     const loaded = loadPlatformKeys([keys.platform_key_a_spki_base64, keys.platform_key_b_spki_base64, keys.platform_key_a_pem.replace(/\n/g, '\\n'), `file:${file}`]);
@@ -178,7 +178,7 @@ describe('Redis topology settings', () => {
   });
 
   it('when cluster nodes are set in the file, then the cluster is used and REDIS_MIN_REPLICAS_ACK is read', () => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'cfg-'));
+    const dir = tempDir('cfg');
     const file = path.join(dir, 'c.yaml');
     writeFileSync(file, 'redisClusterNodes: ["127.0.0.1:7000", "127.0.0.1:7001"]\nredisMinReplicasAck: 1\n');
     const c = loadConfig({ ...base, CONFIG_FILE: file });

@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
 import request from 'supertest';
@@ -9,6 +9,7 @@ import { ADMIN_TEST_TOKEN, buildForwarding, waitUntil, type ForwardingHarness } 
 import { LogCapture } from './support/harness';
 import { FakePlatform } from './support/platform';
 import { TargetServer } from './support/target-server';
+import { tempDir } from './support/temp-dir';
 
 const platform = new FakePlatform();
 let f: ForwardingHarness;
@@ -72,7 +73,7 @@ describe('discarding a dead letter through the admin API', () => {
 
 describe('dlq discard in the CLI', () => {
   it('discards the named dead letters, says which were not, exits 1 if any was not, and audits as cli:<user>', async () => {
-    const file = path.join(mkdtempSync(path.join(tmpdir(), 'discard-')), 'config.yaml');
+    const file = path.join(tempDir('discard'), 'config.yaml');
     writeFileSync(file, stringify({ targets: [{ name: 'erp', url: erp.url, events: ['*'] }] }));
     const lines: string[] = [];
     const audit = new LogCapture();

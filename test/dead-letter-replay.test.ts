@@ -1,5 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import request from 'supertest';
 import { stringify } from 'yaml';
@@ -7,6 +6,7 @@ import { runCli } from '../src/cli/run';
 import { ADMIN_TEST_TOKEN, buildForwarding, waitUntil, type ForwardingHarness } from './support/forwarding-harness';
 import { FakePlatform } from './support/platform';
 import { TargetServer } from './support/target-server';
+import { tempDir } from './support/temp-dir';
 
 const platform = new FakePlatform();
 const TOKEN = ADMIN_TEST_TOKEN;
@@ -29,7 +29,7 @@ afterAll(async () => {
 });
 
 function cliEnv(): Record<string, string> {
-  const dir = mkdtempSync(path.join(tmpdir(), 'cli-'));
+  const dir = tempDir('cli');
   const file = path.join(dir, 'config.yaml');
   writeFileSync(file, stringify({ targets: [{ name: 'erp', url: erp.url, events: ['*'] }] }));
   return { CONFIG_FILE: file, REDIS_URL: f.config.redisUrl, QUEUE_PREFIX: f.config.queuePrefix };

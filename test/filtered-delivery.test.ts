@@ -1,5 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import request from 'supertest';
 import { stringify } from 'yaml';
@@ -12,6 +11,7 @@ import { ADMIN_TEST_TOKEN, buildForwarding, waitUntil, type ForwardingHarness } 
 import { counterValue } from './support/metric-value';
 import { FakePlatform } from './support/platform';
 import { TargetServer } from './support/target-server';
+import { tempDir } from './support/temp-dir';
 
 const platform = new FakePlatform();
 let f: ForwardingHarness;
@@ -92,7 +92,7 @@ describe('a target with a filter', () => {
   });
 
   it('the CLI event command shows the filtered deliveries', async () => {
-    const file = path.join(mkdtempSync(path.join(tmpdir(), 'filter-cli-')), 'config.yaml');
+    const file = path.join(tempDir('filter-cli'), 'config.yaml');
     writeFileSync(file, stringify({ targets }));
     const lines: string[] = [];
     const env = { CONFIG_FILE: file, REDIS_URL: f.config.redisUrl, QUEUE_PREFIX: f.config.queuePrefix };
@@ -110,7 +110,7 @@ describe('a target with a filter', () => {
     await sub42.waitFor(() => idsAt(sub42).filter((id) => id === gbpSub42).length === 2, 20000);
 
     const lines: string[] = [];
-    const file = path.join(mkdtempSync(path.join(tmpdir(), 'filter-cli-')), 'config.yaml');
+    const file = path.join(tempDir('filter-cli'), 'config.yaml');
     writeFileSync(file, stringify({ targets }));
     const env = { CONFIG_FILE: file, REDIS_URL: f.config.redisUrl, QUEUE_PREFIX: f.config.queuePrefix };
     expect(await runCli(['event', 'resend', gbpSub42, '--target', 'usd-eur'], { env, out: (l) => lines.push(l), log: new PassThrough() })).toBe(1);
@@ -139,7 +139,7 @@ describe('an event every subscribed target filtered out', () => {
 
 describe('reloading a filter', () => {
   it('an invalid filter is refused naming the target and the key, and the running filter stays; a valid one applies to events fanned out afterwards', async () => {
-    const file = path.join(mkdtempSync(path.join(tmpdir(), 'filter-reload-')), 'config.yaml');
+    const file = path.join(tempDir('filter-reload'), 'config.yaml');
     const env = { CONFIG_FILE: file, REDIS_URL: f.config.redisUrl, QUEUE_PREFIX: f.config.queuePrefix, PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64 };
     const reloader = createReloader({ env, config: f.config, pipeline: f.pipeline, workers: f.workers, logger: createLogger('info', f.logs.stream) });
     const withFilter = (filter: unknown) => targets.map((t) => (t.name === 'usd-eur' ? { ...t, filter } : t));

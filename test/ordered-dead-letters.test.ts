@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
 import request from 'supertest';
@@ -10,6 +10,7 @@ import { LogCapture } from './support/harness';
 import { counterValue, scrapedValue } from './support/metric-value';
 import { FakePlatform } from './support/platform';
 import { TargetServer, type ReceivedRequest } from './support/target-server';
+import { tempDir } from './support/temp-dir';
 
 const platform = new FakePlatform();
 const bearer = { authorization: `Bearer ${ADMIN_TEST_TOKEN}` };
@@ -46,7 +47,7 @@ async function startWorld(onDeadLetter: 'block' | 'skip', failing: string[]): Pr
     { name: 'plain', url: target.url, events: ['fx.result'] },
   ];
   const f = buildForwarding(platform, targets);
-  const file = path.join(mkdtempSync(path.join(tmpdir(), 'ordered-')), 'config.yaml');
+  const file = path.join(tempDir('ordered'), 'config.yaml');
   writeFileSync(file, stringify({ targets: targets.map((t) => ({ events: ['*'], ...t })) }));
   const cliAudit = new LogCapture();
   return {

@@ -1,5 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { stringify } from 'yaml';
 import { postRaw } from './support/post-raw';
@@ -8,6 +7,7 @@ import { FakePlatform } from './support/platform';
 import { ServiceProcess } from './support/service-process';
 import { TargetServer } from './support/target-server';
 import { WORKERS_CUT } from '../src/forwarding/workers';
+import { tempDir } from './support/temp-dir';
 
 // Each test starts real service processes; on a loaded 2-core machine that alone can take seconds.
 jest.setTimeout(60000);
@@ -22,7 +22,7 @@ afterEach(async () => {
 });
 
 function writeConfig(config: object): string {
-  const file = path.join(mkdtempSync(path.join(tmpdir(), 'svc-')), 'config.yaml');
+  const file = path.join(tempDir('svc'), 'config.yaml');
   writeFileSync(file, stringify(config));
   return file;
 }

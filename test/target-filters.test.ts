@@ -1,5 +1,4 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { ConfigError } from '../src/config/errors';
@@ -8,6 +7,7 @@ import { filterProblems } from '../src/forwarding/filter';
 import { routeEvent } from '../src/forwarding/routing';
 import { targetSchema, type Target } from '../src/forwarding/target-schema';
 import { loadVectors } from './support/vectors';
+import { tempDir } from './support/temp-dir';
 
 const { keys } = loadVectors();
 const base = { PLATFORM_PUBLIC_KEYS: keys.platform_key_a_spki_base64 };
@@ -102,7 +102,7 @@ describe('filter validation', () => {
 
 describe('a filter in the configuration file', () => {
   function problemsOf(yaml: string): { file: string; problems: string[] } {
-    const file = path.join(mkdtempSync(path.join(tmpdir(), 'filter-')), 'config.yaml');
+    const file = path.join(tempDir('filter'), 'config.yaml');
     writeFileSync(file, yaml);
     try {
       loadConfig({ ...base, CONFIG_FILE: file });
@@ -129,7 +129,7 @@ describe('a filter in the configuration file', () => {
 
   it('when it is invalid, then the service process exits 78 with the problem on stderr', async () => {
     const { spawn } = await import('node:child_process');
-    const file = path.join(mkdtempSync(path.join(tmpdir(), 'filter-')), 'config.yaml');
+    const file = path.join(tempDir('filter'), 'config.yaml');
     writeFileSync(file, 'targets:\n  - { name: sub-42, url: "http://127.0.0.1:1/x", events: ["*"], filter: { merchantId: { $regex: "SUB-(4" } } }\n');
     const child = spawn(process.execPath, ['-r', 'ts-node/register', path.resolve(__dirname, '../src/main.ts')], {
       env: { ...process.env, TS_NODE_SWC: 'true', ...base, CONFIG_FILE: file },
@@ -151,7 +151,7 @@ describe('a filter in the configuration file', () => {
   });
 
   it('when it is valid, then it is kept as written (YAML lists and plain words included)', () => {
-    const file = path.join(mkdtempSync(path.join(tmpdir(), 'filter-')), 'config.yaml');
+    const file = path.join(tempDir('filter'), 'config.yaml');
     writeFileSync(file, 'targets:\n  - { name: a, url: "http://127.0.0.1:1/x", events: ["*"], filter: { "data.currency": { $in: [USD, EUR] }, merchantId: SUB-42 } }\n');
     expect(loadConfig({ ...base, CONFIG_FILE: file }).targets[0]!.filter).toEqual({ 'data.currency': { $in: ['USD', 'EUR'] }, merchantId: 'SUB-42' });
   });
