@@ -3,8 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { Redis } from 'ioredis';
-import { RedisServer } from './redis-server';
+import { RedisServer, withNode } from './redis-server';
 
 const run = promisify(execFile);
 
@@ -107,14 +106,10 @@ export class RedisCluster {
   private async ask(args: string[]): Promise<unknown> {
     let lastError: unknown = new Error('no live node');
     for (const node of this.nodes.filter((n) => n.pid !== undefined)) {
-      const client = new Redis(node.port, '127.0.0.1', { maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1000, commandTimeout: 1000 });
-      client.on('error', () => undefined);
       try {
-        return await client.call('CLUSTER', ...args);
+        return await withNode(node.port, (client) => client.call('CLUSTER', ...args));
       } catch (err) {
         lastError = err;
-      } finally {
-        client.disconnect();
       }
     }
     throw lastError;
@@ -126,12 +121,6 @@ export class RedisCluster {
   }
 }
 
-async function clusterInfo(port: number): Promise<string> {
-  const client = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1000 });
-  client.on('error', () => undefined);
-  try {
-    return String(await client.call('CLUSTER', 'INFO'));
-  } finally {
-    client.disconnect();
-  }
+function clusterInfo(port: number): Promise<string> {
+  return withNode(port, async (client) => String(await client.call('CLUSTER', 'INFO')));
 }

@@ -1,8 +1,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Redis } from 'ioredis';
-import { freePort, RedisServer } from './redis-server';
+import { freePort, RedisServer, withNode } from './redis-server';
 
 export const SENTINEL_MASTER_NAME = 'whr';
 
@@ -145,14 +144,8 @@ export class RedisSentinelSet {
     throw lastError instanceof Error ? lastError : new Error('no sentinel answered');
   }
 
-  private async askOne(port: number, args: string[]): Promise<unknown> {
-    const client = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1000 });
-    client.on('error', () => undefined);
-    try {
-      return await client.call('SENTINEL', ...args);
-    } finally {
-      client.disconnect();
-    }
+  private askOne(port: number, args: string[]): Promise<unknown> {
+    return withNode(port, (client) => client.call('SENTINEL', ...args));
   }
 
   async stop(): Promise<void> {
@@ -161,29 +154,12 @@ export class RedisSentinelSet {
   }
 }
 
-async function replicationInfo(port: number): Promise<string> {
-  const client = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1000 });
-  client.on('error', () => undefined);
-  try {
-    return await client.info('replication');
-  } catch {
-    return '';
-  } finally {
-    client.disconnect();
-  }
+function replicationInfo(port: number): Promise<string> {
+  return withNode(port, (client) => client.info('replication')).catch(() => '');
 }
 
-async function roleOf(port: number): Promise<string | undefined> {
-  const client = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1000 });
-  client.on('error', () => undefined);
-  try {
-    const [role] = (await client.call('ROLE')) as [string];
-    return role;
-  } catch {
-    return undefined;
-  } finally {
-    client.disconnect();
-  }
+function roleOf(port: number): Promise<string | undefined> {
+  return withNode(port, async (client) => ((await client.call('ROLE')) as [string])[0]).catch(() => undefined);
 }
 
 export { freePort };

@@ -23,6 +23,20 @@ export function isPortFree(port: number): Promise<boolean> {
   });
 }
 
+/**
+ * Runs `use` on a one-off connection to the node at 127.0.0.1:`port`, then drops it. The connection
+ * never retries and a command gives up after a second, so asking a killed or frozen node fails fast.
+ */
+export async function withNode<T>(port: number, use: (client: Redis) => Promise<T>): Promise<T> {
+  const client = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1000, commandTimeout: 1000 });
+  client.on('error', () => undefined);
+  try {
+    return await use(client);
+  } finally {
+    client.disconnect();
+  }
+}
+
 export async function isRedisReachable(url: string): Promise<boolean> {
   const client = new Redis(url, { lazyConnect: true, connectTimeout: 1000, maxRetriesPerRequest: 0, retryStrategy: () => null });
   client.on('error', () => undefined);
