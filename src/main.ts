@@ -1,5 +1,6 @@
 import { loadPlatformKeys } from './config/keys';
 import { ConfigError } from './config/errors';
+import { mistypedEnv } from './config/env-warnings';
 import { loadConfig } from './config/load';
 import { createLogger } from './logging/logger';
 import { createMetrics } from './monitoring/metrics';
@@ -29,6 +30,7 @@ async function main(): Promise<void> {
   }
   const logger = createLogger(config.logLevel, undefined, { repeatIntervalMs: config.logRepeatIntervalMs });
   for (const [message, fields] of keyWarnings) logger.warn(message, fields);
+  for (const typo of mistypedEnv(process.env)) logger.warn('environment variable ignored: not a setting', typo);
   const metrics = createMetrics();
   logger.info('redis', { topology: redis.target.kind, at: redis.description, keyPrefix: keyPrefix(config.queuePrefix), minReplicasAck: config.redisMinReplicasAck });
   const service = await startService(config, keys, logger, metrics, redis, process.env);

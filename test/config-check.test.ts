@@ -96,6 +96,15 @@ describe('config check', () => {
     expect(out).toContain(`could not ask Redis at ${url} about persistence and eviction`);
   });
 
+  it('when a variable looks like a mistyped setting, then it is a warning naming the setting meant, and the default stays', async () => {
+    const url = `redis://127.0.0.1:${await freePort()}`;
+    const { code, out } = await cli({ ROLE: 'worker', REDIS_URL: url, LOG_LEVL: 'debug', HOME: '/root', REDIS_PORT: 'tcp://10.0.0.5:6379' }, 'config', 'check');
+    expect(code).toBe(0);
+    expect(out).toMatch(/^ {2}logLevel: info$/m);
+    expect(out).toContain('  - environment variable LOG_LEVL is not a setting and is ignored; did you mean LOG_LEVEL?');
+    expect(out).not.toMatch(/variable (HOME|REDIS_PORT)/);
+  });
+
   it('when the configuration is invalid, then it fails with the problems', async () => {
     const file = writeConfig({ targts: [] });
     await expect(cli({ ROLE: 'worker', CONFIG_FILE: file }, 'config', 'check')).rejects.toThrow(`targts: unknown setting; did you mean targets? (in ${file})`);

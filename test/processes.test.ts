@@ -126,6 +126,14 @@ describe('start-up', () => {
   });
 });
 
+describe('start-up warnings', () => {
+  it('when a variable looks like a mistyped setting, then the service still starts and says which setting was meant', async () => {
+    const env = baseEnv([{ name: 'erp', url: 'http://127.0.0.1:9/hook', events: ['*'] }]);
+    const s = await service({ ...env, ROLE: 'receiver', SHUTDOWN_TIMEOUT_MS: '500', SHUTDOWN_TIMOUT_MS: '60000' });
+    expect(s.lines.find((l) => l.message === 'environment variable ignored: not a setting')).toMatchObject({ level: 'warn', variable: 'SHUTDOWN_TIMOUT_MS', didYouMean: 'SHUTDOWN_TIMEOUT_MS' });
+  });
+});
+
 describe('several receivers and workers on one Redis', () => {
   it('when one notification is sent to two receivers at once, then each target gets it once', async () => {
     const ledger = await TargetServer.start();

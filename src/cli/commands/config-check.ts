@@ -3,6 +3,7 @@ import { stringify } from 'yaml';
 import { loadPlatformKeys } from '../../config/keys';
 import { loadConfigDetailed } from '../../config/load';
 import { describeRedis, maskSecrets } from '../../config/describe';
+import { envWarnings } from '../../config/env-warnings';
 import { configWarnings } from '../../config/warnings';
 import { durabilityWarnings, inspectRedisDurability } from '../../operations/redis-durability';
 import type { Config } from '../../config/schema';
@@ -41,7 +42,7 @@ export async function configCheckCommand(env: Record<string, string | undefined>
   out('');
   out('effective configuration (secrets masked):');
   out(stringify(maskSecrets(config)).trimEnd().replace(/^/gm, '  '));
-  const warnings = [...configWarnings(config), ...(await redisWarnings(config, describeRedis(config)))];
+  const warnings = [...envWarnings(env), ...configWarnings(config), ...(await redisWarnings(config, describeRedis(config)))];
   out('');
   out(warnings.length ? `${warnings.length} warning${warnings.length === 1 ? '' : 's'}:` : 'no warnings');
   for (const w of warnings) out(`  - ${w}`);
