@@ -1,10 +1,8 @@
 import { ENV_SETTINGS } from './env';
-import { editDistance } from './nearest';
+import { nearest } from './nearest';
 
 /** Variables read besides the settings themselves. */
 const OTHER_VARIABLES = ['CONFIG_FILE'];
-
-const fold = (name: string) => name.toLowerCase().replace(/[_-]/g, '');
 
 /**
  * Environment variables that look like a mistyped setting: not a variable the service reads, but
@@ -19,14 +17,9 @@ export function mistypedEnv(env: Record<string, string | undefined>): { variable
   const found: { variable: string; didYouMean: string }[] = [];
   for (const name of Object.keys(env).sort()) {
     if (knownSet.has(name) || env[name] === undefined) continue;
-    const folded = fold(name);
-    const limit = folded.length >= 8 ? 2 : 1;
-    let best: { name: string; distance: number } | undefined;
-    for (const candidate of known) {
-      const distance = editDistance(folded, fold(candidate));
-      if (distance <= limit && (!best || distance < best.distance)) best = { name: candidate, distance };
-    }
-    if (best) found.push({ variable: name, didYouMean: best.name });
+    // Stricter than for file keys: the environment is full of short names (HOME is two letters from HOST).
+    const didYouMean = nearest(name, known, name.replace(/[_-]/g, '').length >= 8 ? 2 : 1);
+    if (didYouMean) found.push({ variable: name, didYouMean });
   }
   return found;
 }
