@@ -1,5 +1,4 @@
 import { DelayedError, Worker, UnrecoverableError, type Job } from 'bullmq';
-import type { Counter } from 'prom-client';
 import type { RedisClient } from '../redis/connect';
 import { Agent } from 'undici';
 import type { Logger } from '../logging/logger';
@@ -35,16 +34,7 @@ export function createDeliveryWorker(target: Target, deps: WorkerDeps, sequencer
   const dispatcher = new Agent({ connections: target.concurrency, keepAliveTimeout: 4000 });
   const sign = createSigner(target);
   const { logger, metrics } = deps;
-  // The success path's series, resolved once per event type rather than by label values per delivery.
-  const latency = metrics.deliveryLatency.labels(target.name);
-  const deliveredSeries = new Map<string, Counter.Internal>();
-  const delivered = (eventType: string): Counter.Internal => {
-    const known = deliveredSeries.get(eventType);
-    if (known !== undefined) return known;
-    const series = metrics.deliveries.labels(target.name, eventType, 'delivered');
-    deliveredSeries.set(eventType, series);
-    return series;
-  };
+  const series = metrics.target(target.name);
 
   /** Done: the next delivery of its key may go (a failure here is repaired by that delivery itself, later). */
   async function advance(job: Job<DeliveryJob>, step: 'delivered' | 'deadLettered'): Promise<void> {
@@ -71,8 +61,8 @@ export function createDeliveryWorker(target: Target, deps: WorkerDeps, sequencer
       req = buildRequest(job.data, target, sign, new Date());
       const result = await attemptDelivery(target, dispatcher, req);
       await advance(job, 'delivered');
-      delivered(eventType).inc();
-      latency.observe((Date.now() - Date.parse(job.data.receivedAt)) / 1000);
+      series.delivered(eventType).inc();
+      series.latency.observe((Date.now() - Date.parse(job.data.receivedAt)) / 1000);
       logger.record('info', 'delivered', { eventId, eventType, target: target.name, attempt, status: result.status, latencyMs: result.latencyMs });
       return result;
     } catch (err) {

@@ -20,6 +20,15 @@ export interface EventTypeSeries {
 }
 
 /**
+ * One target's delivery series on the success path, resolved once per target and event type rather
+ * than by label values per delivery: the 'delivered' counter and the receipt-to-delivery latency.
+ */
+export interface TargetSeries {
+  delivered(type: string): Counter.Internal;
+  latency: Histogram.Internal<'target'>;
+}
+
+/**
  * The receiver's Prometheus series. Label values come from the event table and fixed enums, never
  * from request data, so a caller cannot grow the series count.
  */
@@ -145,6 +154,21 @@ export function createMetrics(registry = new Registry(), withDefaults = true) {
     filtered,
     orderingSkips,
     fanoutFailures,
+    /** A delivery worker's series of one target (see TargetSeries). */
+    target(name: string): TargetSeries {
+      const delivered = new Map<string, Counter.Internal>();
+      return {
+        delivered(type) {
+          let series = delivered.get(type);
+          if (series === undefined) {
+            series = deliveries.labels(name, type, 'delivered');
+            delivered.set(type, series);
+          }
+          return series;
+        },
+        latency: deliveryLatency.labels(name),
+      };
+    },
     /** The receiver's series of one event type, resolved once (see EventTypeSeries). */
     eventType(type: EventType): EventTypeSeries {
       const series = byEventType.get(type);
