@@ -14,7 +14,11 @@ async function saturate(spec: Extract<LoadSpec, { mode: 'saturate' }>, requests:
   // list would start each connection at the first request, replaying nonces).
   let next = 0;
   const latencies: number[] = [];
-  const started = performance.now();
+  // The run spans the first request built to the last answer. autocannon acts on reaching `amount`
+  // only at its next sampling tick (every second), so the time until it resolves would round every
+  // run up to whole seconds: a run of 4.1 s counted as 5 s, and rates fell on a few discrete levels.
+  let firstSentAt: number | undefined;
+  let lastAnswerAt = 0;
   const result = await autocannon({
     url: spec.url,
     connections: spec.connections,
@@ -24,6 +28,7 @@ async function saturate(spec: Extract<LoadSpec, { mode: 'saturate' }>, requests:
       {
         method: 'POST',
         setupRequest: (req) => {
+          firstSentAt ??= performance.now();
           const r = requests[next++];
           if (!r) throw new Error(`ran out of presigned requests after ${requests.length}`);
           return { ...req, method: 'POST', path: r.path, headers: r.headers, body: r.body };
@@ -32,10 +37,13 @@ async function saturate(spec: Extract<LoadSpec, { mode: 'saturate' }>, requests:
     ],
     setupClient: (client) => {
       // autocannon's histogram keeps whole milliseconds; keep the exact figures for p50/p99.
-      client.on('response', (_status: number, _bytes: number, responseTime: number) => latencies.push(responseTime));
+      client.on('response', (_status: number, _bytes: number, responseTime: number) => {
+        latencies.push(responseTime);
+        lastAnswerAt = performance.now();
+      });
     },
   });
-  const durationSec = (performance.now() - started) / 1000;
+  const durationSec = Math.max(0.001, (lastAnswerAt - (firstSentAt ?? lastAnswerAt)) / 1000);
   return {
     type: 'result',
     mode: 'saturate',
