@@ -49,9 +49,13 @@ export class CpuMeter {
   }
 }
 
-/** Turns a meter reading and the load generator's own CPU time into the figures the results keep. */
-export function cpuFigures(reading: { wallMs: number; cpuMs: Record<string, number> }, loadGeneratorCpuMs: number, requests: number) {
-  const pct = (ms: number | undefined) => Math.round(((ms ?? Number.NaN) / reading.wallMs) * 1000) / 10;
+/**
+ * Turns a meter reading and the load generator's own CPU time into the figures the results keep.
+ * `activeMs`: the span in which the requests were answered, when the reading also covers a start-up
+ * and a tail in which the processes idle (a saturating run); percentages are of that span.
+ */
+export function cpuFigures(reading: { wallMs: number; cpuMs: Record<string, number> }, loadGeneratorCpuMs: number, requests: number, activeMs = reading.wallMs) {
+  const pct = (ms: number | undefined) => Math.round(((ms ?? Number.NaN) / activeMs) * 1000) / 10;
   const perRequest = (ms: number | undefined) => Math.round(((ms ?? Number.NaN) / Math.max(1, requests)) * 1000) / 1000;
   return {
     subjectPct: pct(reading.cpuMs.subject),

@@ -18,8 +18,11 @@ async function startSubject(ctx: BenchContext, kind: Kind, prefix: string, cpuPr
   if (kind !== 'service') {
     return startBaselineServer({ ...common, rawConcurrency: ctx.options.drain.rawWorkerConcurrency, autoPipelining: ctx.options.baselineAutoPipelining, http: kind === 'express' ? 'express' : 'node' });
   }
-  // ROLE=receiver: the ingest figure is the receiver's alone, like the baseline server's.
-  return startService({ ...common, role: 'receiver', logFile: serviceLogFile(ctx, `ingest-${prefix}`), cpuProfDir, extraEnv: ctx.options.serviceEnv });
+  // ROLE=receiver: the ingest figure is the receiver's alone, like the baseline server's. With the
+  // other phases' target (the sink, every event type), so it measures the path production runs:
+  // routing, filters, one delivery job per notification. Nothing delivers in this role.
+  const configFile = ctx.workdir.writeServiceConfig(ctx.sink.url, ctx.options.drain.targetConcurrency);
+  return startService({ ...common, role: 'receiver', configFile, logFile: serviceLogFile(ctx, `ingest-${prefix}`), cpuProfDir, extraEnv: ctx.options.serviceEnv });
 }
 
 /**
@@ -59,7 +62,7 @@ export async function ingestRound(ctx: BenchContext, kind: Kind, round: number, 
       errors: run.non2xx + run.errors + missing + warm.non2xx + warm.errors,
       ack: run.ack,
       durationSec: run.durationSec,
-      cpu: cpuFigures(cpuUsed, run.cpuMs, run.ok),
+      cpu: cpuFigures(cpuUsed, run.cpuMs, run.ok, run.durationSec * 1000),
       rssMaxMB: toMB(rss.max()),
       rssAfterMB: toMB(rssAfter),
     };
