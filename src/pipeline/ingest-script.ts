@@ -4,6 +4,7 @@ import { Job, type IRedisTransaction, type JobsOptions, type Queue } from 'bullm
 import { addDelayedJob } from 'bullmq/dist/cjs/scripts/addDelayedJob-6';
 import { addStandardJob } from 'bullmq/dist/cjs/scripts/addStandardJob-9';
 import { Cluster, type Result } from 'ioredis';
+import { coalesceWritesThisTurn } from '../redis/coalesce-writes';
 import type { RedisClient } from '../redis/connect';
 
 declare module 'ioredis' {
@@ -166,6 +167,8 @@ export function defineIngestScript(connection: RedisClient): IngestScript {
   connection.defineCommand('webhookIngest', { lua: INGEST_LUA });
   return async (ingestion, confirm) => {
     const args = await scriptArgs(ingestion);
+    // Every notification handled in this turn of the event loop leaves in the same socket write.
+    coalesceWritesThisTurn(connection);
     let reply: string[];
     let replicas: number | undefined;
     if (!confirm) {
