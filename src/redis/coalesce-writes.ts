@@ -14,6 +14,11 @@ const held = new WeakSet<object>();
  *
  * A single Redis or a Sentinel-managed master only: a cluster writes to the socket of the node that
  * owns each command's slot, chosen as the command is sent, so its writes are left as they are.
+ *
+ * Not for the workers: every command of their connection held so (a subclass of Redis whose
+ * sendCommand called this) made the drain slower, 0.73x to 0.80x the raw worker against 0.91x to
+ * 0.92x without, in alternating runs: a finished job's command also fetches the next job, and
+ * holding it holds the next delivery.
  */
 export function coalesceWritesThisTurn(connection: RedisClient): void {
   if (!(connection instanceof Redis)) return;
