@@ -8,9 +8,9 @@ const held = new WeakSet<object>();
  * the commands of every request handled in the turn leave in one write instead of one each. A write
  * to Redis is a system call that also wakes Redis; under load the receiver handles several requests
  * per turn, and on the 2-core bench machine these writes were the receiver's largest single cost
- * (15 % of its CPU in a profile under ingest load; docs/benchmarks.md, run 17). Nothing waits longer than the turn: the
- * writes are flushed before the loop next blocks, and a connection that breaks meanwhile fails the
- * held commands as it fails any sent ones.
+ * (15 % of its CPU in a profile under ingest load; docs/benchmarks.md, "Coalesced ingest writes").
+ * Nothing waits longer than the turn: the writes are flushed before the loop next blocks, and a
+ * connection that breaks meanwhile fails the held commands as it fails any sent ones.
  *
  * A single Redis or a Sentinel-managed master only: a cluster writes to the socket of the node that
  * owns each command's slot, chosen as the command is sent, so its writes are left as they are.
