@@ -1,11 +1,10 @@
 import type { Socket } from 'node:net';
 import { Redis } from 'ioredis';
 import { targetSchema } from '../src/forwarding/target-schema';
-import { eventIdFor } from '../src/pipeline/ids';
-import type { EventJob } from '../src/pipeline/jobs';
 import { createPipeline, pipelineOptions, type Pipeline } from '../src/pipeline/pipeline';
 import { coalesceWritesThisTurn } from '../src/redis/coalesce-writes';
 import { testConfig } from './support/harness';
+import { paymentEvent } from './support/payment-event';
 
 const config = { ...testConfig({ PLATFORM_PUBLIC_KEYS: 'unused' }), targets: [targetSchema.parse({ name: 'erp', url: 'http://127.0.0.1:9/hook', events: ['*'] })] };
 let redis: Redis;
@@ -73,22 +72,7 @@ describe('the ingest call', () => {
   });
   afterEach(() => pipeline.close());
 
-  function event(n: number): EventJob<'payment.result'> {
-    const rawBody = JSON.stringify({ type: 'MERCH', data: { request_id: `COALESCE-${process.pid}-${Date.now()}-${n}`, amount: '1.00' } });
-    return {
-      eventId: eventIdFor('payment.result', undefined, Buffer.from(rawBody)),
-      eventType: 'payment.result',
-      receivedAt: new Date().toISOString(),
-      path: '/api/v2/merch/pay/notify',
-      timestamp: Date.now(),
-      nonce: `nonce-${rawBody.length}-${n}-${Date.now()}`,
-      scheme: 'current',
-      rawBody,
-      rawBodyEncoding: 'utf8',
-      signatureHeaders: {},
-      payload: JSON.parse(rawBody) as EventJob<'payment.result'>['payload'],
-    };
-  }
+  const event = (n: number) => paymentEvent(`COALESCE-${process.pid}-${Date.now()}-${n}`);
 
   it('notifications enqueued in the same turn leave in one write and are each decided on their own', async () => {
     await pipeline.enqueueEvent(event(-1), `warm-${Date.now()}`); // loads the script and waits for the queues

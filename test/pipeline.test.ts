@@ -1,11 +1,11 @@
 import { Redis } from 'ioredis';
 import { targetSchema } from '../src/forwarding/target-schema';
-import { eventIdFor } from '../src/pipeline/ids';
 import { FANOUT_ATTEMPTS } from '../src/pipeline/job-options';
 import { toDeliveryJob, type EventJob } from '../src/pipeline/jobs';
 import { createPipeline, pipelineOptions, type Pipeline } from '../src/pipeline/pipeline';
 import { eventIdsForRequest, requestIndexBucket, requestIndexEntries } from '../src/pipeline/request-index';
 import { testConfig } from './support/harness';
+import { paymentEvent } from './support/payment-event';
 
 const erp = targetSchema.parse({ name: 'erp', url: 'http://127.0.0.1:9/hook', events: ['*'], maxAttempts: 5 });
 const crm = targetSchema.parse({ name: 'crm', url: 'http://127.0.0.1:9/hook', events: ['payment.result'] });
@@ -22,23 +22,6 @@ afterEach(async () => {
   await pipeline.close();
   redis.disconnect();
 });
-
-function paymentEvent(requestId: string): EventJob<'payment.result'> {
-  const rawBody = JSON.stringify({ type: 'MERCH', data: { request_id: requestId, amount: '1.00' } });
-  return {
-    eventId: eventIdFor('payment.result', undefined, Buffer.from(rawBody)),
-    eventType: 'payment.result',
-    receivedAt: new Date().toISOString(),
-    path: '/api/v2/merch/pay/notify',
-    timestamp: Date.now(),
-    nonce: `nonce-${requestId}`,
-    scheme: 'current',
-    rawBody,
-    rawBodyEncoding: 'utf8',
-    signatureHeaders: {},
-    payload: JSON.parse(rawBody) as EventJob<'payment.result'>['payload'],
-  };
-}
 
 describe('the pipeline', () => {
   it('when an event is queued, then each target that takes it has its delivery job at once, found by the event id', async () => {

@@ -1,0 +1,20 @@
+import { eventIdFor } from '../../src/pipeline/ids';
+import type { EventJob } from '../../src/pipeline/jobs';
+
+/** A verified payment.result event job (as the receiver builds it), its body carrying `requestId`. */
+export function paymentEvent(requestId: string): EventJob<'payment.result'> {
+  const rawBody = JSON.stringify({ type: 'MERCH', data: { request_id: requestId, amount: '1.00' } });
+  return {
+    eventId: eventIdFor('payment.result', undefined, Buffer.from(rawBody)),
+    eventType: 'payment.result',
+    receivedAt: new Date().toISOString(),
+    path: '/api/v2/merch/pay/notify',
+    timestamp: Date.now(),
+    nonce: `nonce-${requestId}`,
+    scheme: 'current',
+    rawBody,
+    rawBodyEncoding: 'utf8',
+    signatureHeaders: {},
+    payload: JSON.parse(rawBody) as EventJob<'payment.result'>['payload'],
+  };
+}
