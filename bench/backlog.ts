@@ -26,7 +26,7 @@ function servicePipeline(connection: RedisClient, prefix: string, targets: Targe
     const definition = EVENT_TABLE.find((e) => e.type === r.eventType)!;
     const parsed = parsePayload(definition, r.body.toString('utf8'));
     if (!parsed.ok) throw new Error(`backlog body does not parse: ${parsed.errors.join('; ')}`);
-    const job = buildEventJob({ ...r, scheme: 'current' }, parsed.payload as EventPayloadMap[EventType]);
+    const job = buildEventJob({ ...r, scheme: 'current', environment: 'production' }, parsed.payload as EventPayloadMap[EventType]);
     return (await pipeline.enqueueEvent(job, r.nonce)) === 'accepted';
   };
   return { enqueue, close: () => pipeline.close() };

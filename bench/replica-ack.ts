@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { request } from 'undici';
-import { loadPlatformKeys } from '../src/config/keys';
+import { loadEnvironments } from '../src/config/keys';
 import { loadConfig } from '../src/config/load';
 import { RedisServer } from '../src/devtools/redis-server';
 import { createLogger } from '../src/logging/logger';
@@ -46,7 +46,7 @@ async function round(redisUrl: string, keys: ReturnType<typeof generateTestKeyPa
   });
   const connection = createRedisConnector(config).open('producer');
   const pipeline = createPipeline(connection, pipelineOptions(config));
-  const receiver = await startReceiver({ config, keys: loadPlatformKeys(config.platformPublicKeys), logger: createLogger('error'), metrics: createMetrics(undefined, false), pipeline });
+  const receiver = await startReceiver({ config, environments: loadEnvironments(config), logger: createLogger('error'), metrics: createMetrics(undefined, false), pipeline });
   const base = `http://127.0.0.1:${receiver.port}`;
   const latencies: number[] = [];
   let next = 0;

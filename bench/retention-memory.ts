@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { stringify } from 'yaml';
-import { loadPlatformKeys } from '../src/config/keys';
+import { loadEnvironments } from '../src/config/keys';
 import { loadConfig } from '../src/config/load';
 import { RedisServer } from '../src/devtools/redis-server';
 import { eventDefinition } from '../src/events/table';
@@ -51,7 +51,7 @@ async function main(): Promise<void> {
   const keys = generateTestKeyPair();
   const env = { REDIS_URL: redisServer.url, CONFIG_FILE: file, PLATFORM_PUBLIC_KEYS: keys.publicKeyBase64, PORT: '0', ADMIN_PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'error' };
   const config = loadConfig(env);
-  const service = await startService(config, loadPlatformKeys(config.platformPublicKeys), createLogger('error'), createMetrics(), createRedisConnector(config), env);
+  const service = await startService(config, loadEnvironments(config), createLogger('error'), createMetrics(), createRedisConnector(config), env);
   const port = service.receiver!.port;
 
   const before = await usedMemory(redis);

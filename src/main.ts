@@ -1,7 +1,7 @@
-import { loadPlatformKeys } from './config/keys';
+import { loadEnvironments } from './config/keys';
 import { ConfigError } from './config/errors';
 import { mistypedEnv } from './config/env-warnings';
-import { loadConfig } from './config/load';
+import { loadConfigDetailed } from './config/load';
 import { createLogger } from './logging/logger';
 import { createMetrics } from './monitoring/metrics';
 import { keyPrefix } from './pipeline/names';
@@ -13,13 +13,16 @@ const SHUTDOWN_MARGIN_MS = 5000;
 
 async function main(): Promise<void> {
   let config;
-  let keys;
+  let environments;
   let redis;
+  let configWarnings: string[] = [];
   // The logger needs the config, so key warnings wait here and are logged once it exists.
   const keyWarnings: [string, Record<string, unknown>][] = [];
   try {
-    config = loadConfig(process.env);
-    keys = config.role === 'worker' ? [] : loadPlatformKeys(config.platformPublicKeys, { warn: (message, fields) => keyWarnings.push([message, fields]) });
+    const loaded = loadConfigDetailed(process.env);
+    config = loaded.config;
+    configWarnings = loaded.warnings;
+    environments = config.role === 'worker' ? [] : loadEnvironments(config, { warn: (message, fields) => keyWarnings.push([message, fields]) });
     redis = createRedisConnector(config);
   } catch (err) {
     if (err instanceof ConfigError) {
@@ -30,10 +33,11 @@ async function main(): Promise<void> {
   }
   const logger = createLogger(config.logLevel, undefined, { repeatIntervalMs: config.logRepeatIntervalMs });
   for (const [message, fields] of keyWarnings) logger.warn(message, fields);
+  for (const warning of configWarnings) logger.warn('configuration', { warning });
   for (const typo of mistypedEnv(process.env)) logger.warn('environment variable ignored: not a setting', typo);
   const metrics = createMetrics();
   logger.info('redis', { topology: redis.target.kind, at: redis.description, keyPrefix: keyPrefix(config.queuePrefix), minReplicasAck: config.redisMinReplicasAck });
-  const service = await startService(config, keys, logger, metrics, redis, process.env);
+  const service = await startService(config, environments, logger, metrics, redis, process.env);
 
   let stopping = false;
   const stop = (signal: string) => {

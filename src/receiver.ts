@@ -1,7 +1,8 @@
-import type { KeyObject } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Express } from 'express';
+import { sourceCidrsOf } from './config/environments';
+import type { PlatformEnvironment } from './config/keys';
 import type { Config } from './config/schema';
 import { createApp } from './http/app';
 import { createPublicServer } from './http/public-server';
@@ -21,7 +22,8 @@ export interface RunningReceiver {
 
 export interface ReceiverDeps {
   config: Config;
-  keys: readonly KeyObject[];
+  /** The platform's environments with their keys (`loadEnvironments`). */
+  environments: readonly PlatformEnvironment[];
   logger: Logger;
   metrics: Metrics;
   /** The process's queues; notifications are queued through it. */
@@ -30,15 +32,16 @@ export interface ReceiverDeps {
 }
 
 /** Wires the public app from configuration; listens nowhere. */
-export function buildReceiverApp({ config, keys, logger, metrics, clock = Date.now, pipeline }: ReceiverDeps): Express {
+export function buildReceiverApp({ config, environments, logger, metrics, clock = Date.now, pipeline }: ReceiverDeps): Express {
   const verifierOptions = {
-    keys,
+    environments,
     headerPrefix: config.signatureHeaderPrefix,
-    appId: config.platformAppId,
-    merchantId: config.merchantId,
     schemes: config.signatureSchemes,
     toleranceMs: config.timestampToleranceMs,
   };
+  const byName = new Map(environments.map((e) => [e.name, e]));
+  metrics.environments([...byName.keys()]);
+  const sourceCidrs = sourceCidrsOf(config);
   return createApp({
     signature: createSignatureCheck(verifierOptions),
     ingest: pipeline,
@@ -48,7 +51,8 @@ export function buildReceiverApp({ config, keys, logger, metrics, clock = Date.n
     mask: createMasker(config.sensitiveFields),
     basePath: config.callbackBasePath,
     bodyLimitBytes: config.bodyLimitBytes,
-    sourceAllowed: config.platformSourceCidrs.length > 0 ? createSourceAllowlist(config.platformSourceCidrs) : undefined,
+    environment: (name) => byName.get(name),
+    sourceAllowed: sourceCidrs.length > 0 ? createSourceAllowlist(sourceCidrs) : undefined,
     trustProxy: config.trustProxy,
   });
 }
@@ -77,9 +81,9 @@ export async function startReceiver(deps: ReceiverDeps): Promise<RunningReceiver
   logger.info('receiver listening', {
     port,
     basePath: config.callbackBasePath || '/',
-    keys: deps.keys.length,
+    environments: Object.fromEntries(deps.environments.map((e) => [e.name, { keys: e.keys.length, ...(e.sourceAllowed ? { sourceCidrs: true } : {}), ...(e.accept ? { accept: true } : {}) }])),
     schemes: config.signatureSchemes,
-    sourceAllowlist: config.platformSourceCidrs.length > 0 ? config.platformSourceCidrs : 'off',
+    sourceAllowlist: sourceCidrsOf(config).length > 0 ? sourceCidrsOf(config) : 'off',
     ...(config.trustProxy !== undefined ? { trustProxy: config.trustProxy } : {}),
   });
 

@@ -1,5 +1,5 @@
-import type { KeyObject } from 'node:crypto';
 import { startAdmin, type RunningAdmin } from './admin/server';
+import type { PlatformEnvironment } from './config/keys';
 import type { Config } from './config/schema';
 import { startWorkers, type RunningWorkers } from './forwarding/workers';
 import type { Logger } from './logging/logger';
@@ -26,7 +26,8 @@ export interface RunningService {
  */
 export async function startService(
   config: Config,
-  keys: readonly KeyObject[],
+  /** The platform's environments with their keys (`loadEnvironments`); none in a worker-only process. */
+  environments: readonly PlatformEnvironment[],
   logger: Logger,
   metrics: Metrics,
   redis: RedisConnector,
@@ -36,7 +37,7 @@ export async function startService(
   const connection = redis.open('producer');
   reportConnectionErrors(connection, logger, 'producer');
   const pipeline = createPipeline(connection, pipelineOptions(config), ingestObserver(metrics, logger));
-  const receiver = config.role !== 'worker' ? await startReceiver({ config, keys, logger, metrics, pipeline }) : undefined;
+  const receiver = config.role !== 'worker' ? await startReceiver({ config, environments, logger, metrics, pipeline }) : undefined;
   const workers = config.role !== 'receiver' ? startWorkers(config, pipeline, logger, metrics, redis) : undefined;
   const reloader = createReloader({ env, config, pipeline, workers, logger });
   const admin = await startAdmin(config, pipeline, logger, metrics.registry, reloader);

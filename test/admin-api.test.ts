@@ -15,7 +15,7 @@ beforeAll(async () => {
   f = buildForwarding(platform, [
     { name: 'erp', url: erp.url },
     { name: 'crm', url: crm.url, events: ['payment.result'] },
-  ]);
+  ], { ADMIN_ALLOW_CORRECTIONS: 'true' });
 });
 afterAll(async () => {
   await f.close();
@@ -112,7 +112,7 @@ describe('admin API', () => {
     expect(still.body.results[0]).toMatchObject({ outcome: 'still_invalid' });
     const fixed = await request(f.admin).post('/admin/api/quarantine/replay').set(bearer).send({ ids: [item.id], body: '{"type":"MERCH","data":{"fixed":true}}' }).expect(200);
 
-    expect(fixed.body.results[0]).toEqual({ id: item.id, outcome: 'queued', eventId: item.eventId });
+    expect(fixed.body.results[0]).toEqual({ id: item.id, outcome: 'queued', eventId: item.eventId, originalSha256: expect.stringMatching(/^[0-9a-f]{64}$/), correctedSha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
     await erp.waitFor(() => erp.requests.some((r) => r.headers['webhook-id'] === item.eventId));
     expect((await request(f.admin).get('/admin/api/quarantine').set(bearer)).body.quarantined).toHaveLength(0);
     expect(f.adminLogs.find((l) => l.action === 'quarantine.replay' && l.corrected === true)).toMatchObject({ principal: 'token', items: [item.id], eventIds: [item.eventId], outcomes: ['queued'] });

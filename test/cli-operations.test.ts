@@ -27,7 +27,7 @@ beforeAll(async () => {
   f = buildForwarding(platform, targets);
   const file = path.join(tempDir('cli'), 'config.yaml');
   writeFileSync(file, stringify({ targets }));
-  env = { CONFIG_FILE: file, REDIS_URL: f.config.redisUrl, QUEUE_PREFIX: f.config.queuePrefix };
+  env = { CONFIG_FILE: file, REDIS_URL: f.config.redisUrl, QUEUE_PREFIX: f.config.queuePrefix, ADMIN_ALLOW_CORRECTIONS: 'true' };
 });
 afterAll(async () => {
   await f.close();

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { runCli } from '../src/cli/run';
 import { createLogger } from '../src/logging/logger';
 import { createMetrics } from '../src/monitoring/metrics';
-import { loadPlatformKeys } from '../src/config/keys';
+import { loadEnvironments } from '../src/config/keys';
 import { createRedisConnector } from '../src/redis/connect';
 import { createPipeline, pipelineOptions, type Pipeline } from '../src/pipeline/pipeline';
 import { startReceiver, type RunningReceiver } from '../src/receiver';
@@ -27,7 +27,7 @@ beforeAll(async () => {
     HOST: '127.0.0.1',
   });
   pipeline = createPipeline(createRedisConnector(config).open('producer'), pipelineOptions(config));
-  receiver = await startReceiver({ config, keys: loadPlatformKeys(config.platformPublicKeys), logger: createLogger('info', logs.stream), metrics: createMetrics(), pipeline });
+  receiver = await startReceiver({ config, environments: loadEnvironments(config), logger: createLogger('info', logs.stream), metrics: createMetrics(), pipeline });
 });
 afterAll(async () => {
   await receiver.close();

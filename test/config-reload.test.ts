@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import request from 'supertest';
 import { stringify } from 'yaml';
-import { loadPlatformKeys } from '../src/config/keys';
+import { loadEnvironments } from '../src/config/keys';
 import { loadConfig } from '../src/config/load';
 import { createLogger } from '../src/logging/logger';
 import { createMetrics } from '../src/monitoring/metrics';
@@ -77,7 +77,7 @@ describe('reloading the configuration through the admin API', () => {
     writeConfig(file, { targets: [{ name: 'a', url: a.url, events: ['*'] }] });
     const env = envFor(file);
     const config = loadConfig(env);
-    service = await startService(config, loadPlatformKeys(config.platformPublicKeys), createLogger('info', logs.stream), createMetrics(), createRedisConnector(config), env);
+    service = await startService(config, loadEnvironments(config), createLogger('info', logs.stream), createMetrics(), createRedisConnector(config), env);
     const port = service.receiver!.port;
 
     const first = await notify(port);

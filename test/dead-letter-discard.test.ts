@@ -15,7 +15,7 @@ const platform = new FakePlatform();
 let f: ForwardingHarness;
 let erp: TargetServer;
 const [first, second, delivered] = ['first', 'second', 'delivered'].map((name) => `{"type":"MERCH","data":{"case":"${name}"}}`) as [string, string, string];
-const idOf = (body: string) => eventIdFor('payment.result', undefined, Buffer.from(body));
+const idOf = (body: string) => eventIdFor('payment.result', 'production', Buffer.from(body));
 
 beforeAll(async () => {
   // A permanent refusal (400) dead-letters at once; the delivered case is answered 200.

@@ -44,7 +44,7 @@ async function notify(type: 'payment.result' | 'fx.result', data: Record<string,
   const n = platform.signed(type, { body: JSON.stringify({ type: 'PAY', data: { request_id: `FILTER-${++sent}`, ...data } }) });
   if (merchantId) n.headers['x-merch-id'] = merchantId;
   await platform.send(f.receiver.app, n).expect(200);
-  return eventIdFor(type, merchantId, n.body);
+  return eventIdFor(type, 'production', n.body);
 }
 
 const idsAt = (t: TargetServer) => t.requests.map((r) => String(r.headers['webhook-id']));

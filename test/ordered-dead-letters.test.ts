@@ -71,7 +71,7 @@ async function startWorld(onDeadLetter: 'block' | 'skip', failing: string[]): Pr
 async function notify(f: ForwardingHarness, key: string, step: number): Promise<string> {
   const body = JSON.stringify({ type: 'PAY', data: { request_id: key, step, status: `S${step}` } });
   await platform.send(f.receiver.app, platform.signed('payment.result', { body })).expect(200);
-  return eventIdFor('payment.result', undefined, Buffer.from(body));
+  return eventIdFor('payment.result', 'production', Buffer.from(body));
 }
 
 const requestsOf = (w: World, key: string) => w.target.requests.map(parse).filter((r) => r.key === key);

@@ -16,7 +16,7 @@ function parse(r: ReceivedRequest): { key: string; step: number; ok: boolean; at
 async function notify(f: ForwardingHarness, key: string, step: number): Promise<string> {
   const body = JSON.stringify({ type: 'PAY', data: { request_id: key, step, status: `S${step}` } });
   await platform.send(f.receiver.app, platform.signed('payment.result', { body })).expect(200);
-  return eventIdFor('payment.result', undefined, Buffer.from(body));
+  return eventIdFor('payment.result', 'production', Buffer.from(body));
 }
 
 describe('ordered delivery in one process', () => {

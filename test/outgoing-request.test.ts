@@ -13,6 +13,7 @@ function job(rawBody: string, rawBodyEncoding: 'utf8' | 'base64' = 'utf8'): Deli
   return {
     eventId: 'evt_1',
     eventType: 'payment.result',
+    environment: 'production',
     receivedAt: '2026-11-24T09:59:59.000Z',
     path: '/notify/payment',
     rawBody,
@@ -30,12 +31,12 @@ async function expectedSignature(secret: string, signed: Buffer): Promise<string
 }
 
 describe('outgoing request', () => {
-  it('standard: the body is {id, type, timestamp, data} with the platform bytes spliced in, and the signature verifies with the standardwebhooks package', () => {
+  it('standard: the body is {id, type, timestamp, environment, data} with the platform bytes spliced in, and the signature verifies with the standardwebhooks package', () => {
     const target = targetSchema.parse({ name: 't', url: 'http://127.0.0.1:1/', events: ['*'], secret: SECRET });
     const raw = '{"amount":1.10,"note":"café"}';
     // Now, not AT: the package's verify also checks the timestamp against the clock.
     const req = buildRequest(job(raw), target, createSigner(target), new Date());
-    expect(Buffer.from(req.body).toString('utf8')).toBe(`{"id":"evt_1","type":"payment.result","timestamp":"2026-11-24T09:59:59.000Z","data":${raw}}`);
+    expect(Buffer.from(req.body).toString('utf8')).toBe(`{"id":"evt_1","type":"payment.result","timestamp":"2026-11-24T09:59:59.000Z","environment":"production","data":${raw}}`);
     const payload = new Webhook(SECRET).verify(Buffer.from(req.body).toString('utf8'), req.headers) as { data: unknown };
     expect(payload.data).toEqual({ amount: 1.1, note: 'café' });
   });

@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { loadPlatformKeys } from '../src/config/keys';
+import { loadEnvironments } from '../src/config/keys';
 import { RET_CODES } from '../src/http/envelope';
 import { createApp } from '../src/http/app';
 import { createPublicServer } from '../src/http/public-server';
@@ -154,7 +154,7 @@ describe('answers that need a failing dependency', () => {
     const logger = createLogger('info', logs.stream);
     const metrics = createMetrics(undefined, false);
     const broken = () => Promise.reject(new TypeError('a bug, not an outage'));
-    const verifierOptions = { keys: loadPlatformKeys(config.platformPublicKeys), headerPrefix: 'x-svc', schemes: ['current' as const], toleranceMs: config.timestampToleranceMs };
+    const verifierOptions = { environments: loadEnvironments(config), headerPrefix: 'x-svc', schemes: ['current' as const], toleranceMs: config.timestampToleranceMs };
     const app = createApp({
       // The failing ingest is the point of this test: a bug below the route, not Redis being down.
       signature: createSignatureCheck(verifierOptions),
@@ -163,6 +163,7 @@ describe('answers that need a failing dependency', () => {
       logger,
       metrics,
       mask: (p) => p,
+      environment: () => undefined,
       basePath: '',
       bodyLimitBytes: config.bodyLimitBytes,
     });

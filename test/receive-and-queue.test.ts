@@ -60,14 +60,18 @@ describe('receiving a signed notification', () => {
     expect(job!.data.payload).toEqual({ type: 'MERCH', data: { x: 1 }, brand_new_field: { deep: [1, 2] } });
   });
 
-  it('when two sub-merchants get the same body, then they are two events', async () => {
+  it('when the same body comes again under another X-Merch-Id, then it stays one event, the first header\'s, and the copy is a conflict', async () => {
+    // X-Merch-Id is not signed: a copy re-sent under another one must not become a second event.
     const body = '{"type":"MERCH","data":{"status":"SUCCESS"}}';
+    const answers = [];
     for (const sub of ['SUB-1', 'SUB-2']) {
       const n = platform.signed('payment.result', { body });
-      await platform.send(h.app, { ...n, headers: { ...n.headers, 'x-merch-id': sub } }).expect(200);
+      answers.push((await platform.send(h.app, { ...n, headers: { ...n.headers, 'x-merch-id': sub } }).expect(200)).body);
     }
     const jobs = await jobsIn('payment.result');
-    expect(jobs.map((j) => j.data.merchantId).sort()).toEqual(['SUB-1', 'SUB-2']);
+    expect(jobs.map((j) => j.data.merchantId)).toEqual(['SUB-1']);
+    expect(answers[1]).toEqual(answers[0]);
+    expect(h.logs.find((l) => l.outcome === 'conflict')).toMatchObject({ level: 'warn', merchantId: 'SUB-2', firstMerchantId: 'SUB-1' });
   });
 
   it.each([

@@ -57,13 +57,15 @@ describe.each([
     }
   });
 
-  it('when a legacy signature is reused on another notify path, then it is refused; on its own path it is a replay', async () => {
+  it('when a legacy signature is reused on another notify path, then it is held in quarantine, not queued as that type; on its own path it is a replay', async () => {
     const v = file.vectors.find((x) => x.name === 'legacy-basic') as SignatureVector;
     const fxBefore = await h.pipeline.eventQueue('fx.result').count();
     const elsewhere = await send(h, { ...v, path: '/api/v2/fx/conversion/notify' });
-    expect(elsewhere.status).toBe(401);
-    expect(elsewhere.body.ret_code).toBe(RET_CODES.signature);
+    expect(elsewhere.status).toBe(200);
+    expect(elsewhere.body.ret_code).toBe(SUCCESS.ret_code);
     expect(h.logs.find((l) => l.reason === 'signature_reused')).toBeDefined();
+    const held = await h.pipeline.quarantine.getJobs(['waiting']);
+    expect(held.filter((j) => j.data.reason === 'signature_reused').map((j) => j.data.eventType)).toEqual(['fx.result']);
     const again = await send(h, v);
     expect(again.status).toBe(200);
     expect(await h.pipeline.eventQueue('fx.result').count()).toBe(fxBefore);

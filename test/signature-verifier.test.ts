@@ -82,6 +82,7 @@ describe('the current scheme (spec 5.1)', () => {
     expect(verify(genuine)).toEqual({
       ok: true,
       scheme: 'current',
+      environment: 'production',
       timestamp: NOW_MS,
       replayKey: genuine.headers['x-svc-nonce'],
       signatureHeaders: {
@@ -177,6 +178,7 @@ describe('the legacy scheme (spec 5.2)', () => {
     expect(verify(genuine)).toEqual({
       ok: true,
       scheme: 'legacy',
+      environment: 'production',
       timestamp: NOW_MS,
       replayKey,
       signatureHeaders: { signature: genuine.headers.signature, type: 'RSA256', version: 'v1.2' },

@@ -9,6 +9,9 @@ import { targetSchema, type Target } from '../src/forwarding/target-schema';
 import { loadVectors } from './support/vectors';
 import { tempDir } from './support/temp-dir';
 
+/** Routing of a production event (every target here takes production). */
+const route = (targets: readonly Target[], eventType: string, payload: unknown, merchantId: string | undefined) => routeEvent(targets, { eventType, payload, merchantId, environment: 'production' });
+
 const { keys } = loadVectors();
 const base = { PLATFORM_PUBLIC_KEYS: keys.platform_key_a_spki_base64 };
 
@@ -28,30 +31,30 @@ describe('routeEvent', () => {
   const targets = [usdEur, gbp, sub42, all, fxOnly];
 
   it('when a payload field matches a filter, then that target delivers and the other subscribed filters are listed as filtered', () => {
-    const routing = routeEvent(targets, 'payment.result', payment('EUR'), undefined);
+    const routing = route(targets, 'payment.result', payment('EUR'), undefined);
     expect(names(routing.deliver)).toEqual(['usd-eur', 'all']);
     expect(names(routing.filtered)).toEqual(['gbp', 'sub-42']);
   });
 
   it('when the event carries X-Merch-Id, then merchantId is matched against it at the top level', () => {
-    expect(names(routeEvent(targets, 'payment.result', payment('JPY'), 'SUB-42').deliver)).toEqual(['sub-42', 'all']);
-    expect(names(routeEvent(targets, 'payment.result', payment('JPY'), 'SUB-7').deliver)).toEqual(['all']);
+    expect(names(route(targets, 'payment.result', payment('JPY'), 'SUB-42').deliver)).toEqual(['sub-42', 'all']);
+    expect(names(route(targets, 'payment.result', payment('JPY'), 'SUB-7').deliver)).toEqual(['all']);
   });
 
   it('when the body carries its own merchantId, then only the header counts', () => {
-    expect(names(routeEvent([sub42], 'payment.result', { ...payment('USD'), merchantId: 'SUB-42' }, undefined).filtered)).toEqual(['sub-42']);
-    expect(names(routeEvent([sub42], 'payment.result', { ...payment('USD'), merchantId: 'SUB-7' }, 'SUB-42').deliver)).toEqual(['sub-42']);
+    expect(names(route([sub42], 'payment.result', { ...payment('USD'), merchantId: 'SUB-42' }, undefined).filtered)).toEqual(['sub-42']);
+    expect(names(route([sub42], 'payment.result', { ...payment('USD'), merchantId: 'SUB-7' }, 'SUB-42').deliver)).toEqual(['sub-42']);
   });
 
   it('a target not subscribed to the type is neither delivered to nor filtered', () => {
-    const routing = routeEvent([fxOnly, gbp], 'payment.result', payment('USD'), undefined);
+    const routing = route([fxOnly, gbp], 'payment.result', payment('USD'), undefined);
     expect(routing).toEqual({ deliver: [], filtered: [gbp] });
-    expect(routeEvent([fxOnly], 'payment.result', payment('USD'), undefined)).toEqual({ deliver: [], filtered: [] });
+    expect(route([fxOnly], 'payment.result', payment('USD'), undefined)).toEqual({ deliver: [], filtered: [] });
   });
 
   it('operators: $exists false, $regex, $not, $or, $elemMatch and numeric comparisons', () => {
     const t = (filter: Record<string, unknown>) => target('t', { filter });
-    const routed = (filter: Record<string, unknown>, payload: unknown, merchantId?: string) => routeEvent([t(filter)], 'payment.result', payload, merchantId).deliver.length === 1;
+    const routed = (filter: Record<string, unknown>, payload: unknown, merchantId?: string) => route([t(filter)], 'payment.result', payload, merchantId).deliver.length === 1;
     expect(routed({ merchantId: { $exists: false } }, payment('USD'))).toBe(true);
     expect(routed({ merchantId: { $exists: false } }, payment('USD'), 'SUB-1')).toBe(false);
     expect(routed({ 'data.request_id': { $regex: '^pay-', $options: 'i' } }, payment('USD'))).toBe(true);
@@ -86,7 +89,7 @@ describe('filter validation', () => {
     const blocks = [...readme.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => parseYaml(m[1]!) as { targets?: unknown[] }).filter((b) => JSON.stringify(b?.targets ?? []).includes('filter'));
     expect(blocks).toHaveLength(3);
     const [subMerchants, currencies] = blocks.slice(1).map((b) => b.targets!.map((t) => targetSchema.parse(t)));
-    const to = (ts: Target[], payload: unknown, merchantId?: string) => names(routeEvent(ts, 'payment.result', payload, merchantId).deliver);
+    const to = (ts: Target[], payload: unknown, merchantId?: string) => names(route(ts, 'payment.result', payload, merchantId).deliver);
     expect(to(subMerchants!, payment('USD'), 'SUB-42')).toEqual(['sub-42-erp']);
     expect(to(subMerchants!, payment('USD'), 'SUB-7')).toEqual(['other-subs']);
     expect(to(subMerchants!, payment('USD'))).toEqual(['other-subs']);

@@ -41,7 +41,7 @@ export function wireAdmin(config: Config, pipeline: Pipeline, registry: Registry
     redis,
     pipeline,
     deadLetters: createDeadLetters(pipeline),
-    quarantine: createQuarantine(pipeline),
+    quarantine: createQuarantine(pipeline, { allowCorrections: config.adminAllowCorrections }),
     targets: createTargetControl(pipeline),
     resender: createResender(pipeline),
     reloader,

@@ -22,7 +22,7 @@ export interface OperatorContext {
 export function recoveryFor(ctx: OperatorContext, pipeline: Pipeline): Recovery {
   return createRecovery({
     deadLetters: createDeadLetters(pipeline),
-    quarantine: createQuarantine(pipeline),
+    quarantine: createQuarantine(pipeline, { allowCorrections: ctx.config.adminAllowCorrections }),
     targets: createTargetControl(pipeline),
     blockedKeys: createBlockedKeys(pipeline),
     resender: createResender(pipeline),

@@ -46,6 +46,7 @@ export const ENV_SETTINGS: Record<string, { path: string[]; parse: Parse }> = {
   ADMIN_USER: { path: ['adminUser'], parse: text },
   ADMIN_PASSWORD: { path: ['adminPassword'], parse: text },
   ADMIN_READ_ONLY_DASHBOARD: { path: ['adminReadOnlyDashboard'], parse: bool },
+  ADMIN_ALLOW_CORRECTIONS: { path: ['adminAllowCorrections'], parse: bool },
   ADMIN_REQUEST_TIMEOUT_MS: { path: ['admin', 'requestTimeoutMs'], parse: int },
   ADMIN_HEADERS_TIMEOUT_MS: { path: ['admin', 'headersTimeoutMs'], parse: int },
   ADMIN_KEEP_ALIVE_TIMEOUT_MS: { path: ['admin', 'keepAliveTimeoutMs'], parse: int },

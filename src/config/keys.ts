@@ -1,7 +1,13 @@
 import { readFileSync } from 'node:fs';
 import type { KeyObject } from 'node:crypto';
+import { compileFilter } from '../forwarding/filter';
+import { filterDocument } from '../forwarding/routing';
+import { createSourceAllowlist } from '../http/source-allowlist';
 import { parsePublicKeys, PublicKeyConfigError, type PlatformKey } from '../signature/keys';
+import type { VerifierEnvironment } from '../signature/options';
+import { environmentsOf } from './environments';
 import { ConfigError } from './errors';
+import type { Config } from './schema';
 
 export interface LoadKeysOptions {
   /** Told once per certificate outside its validity period; the key is still used. */
@@ -19,11 +25,68 @@ export interface LoadKeysOptions {
  * not the certificate, and refusing to start would stop all notifications over a date in a wrapper.
  */
 export function loadPlatformKeys(entries: readonly string[], opts: LoadKeysOptions = {}): KeyObject[] {
+  return loadKeyEntries(entries, 'platformPublicKeys', opts).map((k) => k.key);
+}
+
+/**
+ * A platform environment as the receiver uses it: the verifier's part (name, keys, app id, legacy
+ * merchant id), and what a notification it verified must also satisfy.
+ */
+export interface PlatformEnvironment extends VerifierEnvironment {
+  /** When set, the address the notification came from must be one it allows. */
+  sourceAllowed?: (address: string | undefined) => boolean;
+  /** When set, the body (with `merchantId`) must match this acceptance rule. */
+  accept?: (payload: unknown, merchantId: string | undefined) => boolean;
+}
+
+/**
+ * Resolves every environment's keys and compiles its rules. A key may belong to one environment
+ * only: the environment of a notification is the one whose key verified it, so a key listed under
+ * two would make that answer depend on the order of the list.
+ */
+export function loadEnvironments(config: Pick<Config, 'environments' | 'platformPublicKeys' | 'platformAppId' | 'merchantId'>, opts: LoadKeysOptions = {}): PlatformEnvironment[] {
+  const problems: string[] = [];
+  const owners = new Map<string, { environment: string; source: string }>();
+  const environments: PlatformEnvironment[] = [];
+  for (const settings of environmentsOf(config)) {
+    const setting = config.environments ? `environments.${settings.name}.publicKeys` : 'platformPublicKeys';
+    let keys: PlatformKey[];
+    try {
+      keys = loadKeyEntries(settings.publicKeys, setting, opts);
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      problems.push(...err.problems);
+      continue;
+    }
+    for (const { key, source } of keys) {
+      const der = key.export({ type: 'spki', format: 'der' }).toString('base64');
+      const owner = owners.get(der);
+      if (owner && owner.environment !== settings.name) {
+        problems.push(`${source}: the same key is listed for environment ${owner.environment} (${owner.source}); a key belongs to one environment only`);
+      }
+      owners.set(der, { environment: settings.name, source });
+    }
+    const { accept, sourceCidrs } = settings;
+    const test = accept ? compileFilter(accept) : undefined;
+    environments.push({
+      name: settings.name,
+      keys: keys.map((k) => k.key),
+      ...(settings.appId !== undefined ? { appId: settings.appId } : {}),
+      ...(settings.merchantId !== undefined ? { merchantId: settings.merchantId } : {}),
+      ...(sourceCidrs ? { sourceAllowed: createSourceAllowlist(sourceCidrs) } : {}),
+      ...(test ? { accept: (payload: unknown, merchantId: string | undefined) => test(filterDocument(payload, merchantId)) } : {}),
+    });
+  }
+  if (problems.length) throw new ConfigError(problems);
+  return environments;
+}
+
+function loadKeyEntries(entries: readonly string[], setting: string, opts: LoadKeysOptions): PlatformKey[] {
   const problems: string[] = [];
   const keys: PlatformKey[] = [];
   entries.forEach((entry, i) => {
     const source = entry.startsWith('file:') ? entry.slice(5) : undefined;
-    const label = source ?? `platformPublicKeys[${i}]`;
+    const label = source ?? `${setting}[${i}]`;
     try {
       const text = source ? readFileSync(source, 'utf8') : entry;
       keys.push(...parsePublicKeys(text, label));
@@ -34,7 +97,7 @@ export function loadPlatformKeys(entries: readonly string[], opts: LoadKeysOptio
   });
   if (problems.length) throw new ConfigError(problems);
   if (opts.warn) warnAboutValidity(keys, (opts.clock ?? Date.now)(), opts.warn);
-  return keys.map((k) => k.key);
+  return keys;
 }
 
 function warnAboutValidity(keys: readonly PlatformKey[], nowMs: number, warn: NonNullable<LoadKeysOptions['warn']>): void {

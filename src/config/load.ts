@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { ENV_SETTINGS, envOverrides } from './env';
+import { withTargetEnvironments } from './environments';
 import { projectRoot } from './project-root';
 import { ConfigError } from './errors';
 import { configSchema, type Config } from './schema';
@@ -17,6 +18,8 @@ export type SettingOrigin = { kind: 'env'; name: string; path: readonly string[]
 
 export interface LoadedConfig {
   config: Config;
+  /** Valid, but worth saying at start and in `config check`. */
+  warnings: string[];
   /** The CONFIG_FILE read, if any. */
   configFile?: string;
   originOf(path: Path): SettingOrigin;
@@ -106,7 +109,11 @@ export function loadConfigDetailed(env: Env, defaultsFile = DEFAULTS_FILE): Load
     }
   }
   if (problems.length || !result.success) throw new ConfigError(problems);
-  return { config: result.data, ...(configFile ? { configFile } : {}), originOf };
+  const { config, defaulted } = withTargetEnvironments(result.data);
+  const warnings = defaulted.length
+    ? [`targets ${defaulted.join(', ')} name no environments: with several configured they take production events only; say environments: [...] to choose`]
+    : [];
+  return { config, warnings, ...(configFile ? { configFile } : {}), originOf };
 }
 
 export function loadConfig(env: Env, defaultsFile = DEFAULTS_FILE): Config {

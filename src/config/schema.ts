@@ -1,5 +1,7 @@
 import { z } from 'zod';
+import { filterProblems } from '../forwarding/filter';
 import { targetSchema } from '../forwarding/target-schema';
+import { DEFAULT_ENVIRONMENT, environmentNames } from './environments';
 import { checkRedisSettings, redisSettingsShape } from './redis-schema';
 import { parseSubnet } from '../http/source-allowlist';
 
@@ -7,6 +9,26 @@ const ms = z.number().int().nonnegative();
 const subnet = z.string().refine((s) => parseSubnet(s) !== undefined, 'must be an IPv4 or IPv6 address or CIDR, like 203.0.113.0/24 or 2001:db8::/32');
 /** proxy-addr's names for ranges, as Express's `trust proxy` takes them. */
 const PROXY_RANGE_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
+
+/**
+ * One of the platform's environments (sandbox, production, European production): the keys that sign
+ * its notifications, and what else a notification of it must satisfy.
+ */
+const environmentSchema = z.object({
+  /** The forms `platformPublicKeys` takes; several during a rotation. */
+  publicKeys: z.array(z.string().min(1)).min(1),
+  /** When set, a present `<prefix>-appid` header must equal it. @defaultValue platformAppId */
+  appId: z.string().min(1).max(64).optional(),
+  /** The merchant id signed into the legacy v1.2 string. @defaultValue merchantId */
+  merchantId: z.string().min(1).optional(),
+  /** When set, a notification this environment's key verified must come from these addresses. */
+  sourceCidrs: z.array(subnet).min(1).optional(),
+  /**
+   * A query in the target-filter syntax over the body plus `merchantId` that every notification of
+   * this environment must match; one that does not is acknowledged and quarantined (`not_accepted`).
+   */
+  accept: z.record(z.string(), z.unknown(), { error: 'must be a mapping of fields to conditions, e.g. { "data.merchant_no": { $in: [M100023] } }' }).optional(),
+});
 
 /** Every setting of the service; defaults live in config/default.yaml. */
 export const configSchema = z
@@ -20,6 +42,11 @@ export const configSchema = z
     platformPublicKeys: z.array(z.string().min(1)),
     platformAppId: z.string().min(1).max(64).optional(),
     merchantId: z.string().min(1).optional(),
+    /**
+     * The platform's environments by name, each with its own keys. Absent: one environment named
+     * `production` made of the flat settings (platformPublicKeys, platformAppId, merchantId).
+     */
+    environments: z.record(z.string().regex(/^[a-z0-9_-]{1,40}$/, 'lower-case letters, digits, _ and -, at most 40'), environmentSchema).optional(),
     signatureHeaderPrefix: z
       .string()
       .regex(/^[A-Za-z0-9-]+$/, 'letters, digits and dashes only')
@@ -76,6 +103,8 @@ export const configSchema = z
     adminUser: z.string().min(1).optional(),
     adminPassword: z.string().min(12, 'must be at least 12 characters').optional(),
     adminReadOnlyDashboard: z.boolean(),
+    /** Whether an operator may replay a quarantined notification with a corrected body (forwarded marked `corrected`). */
+    adminAllowCorrections: z.boolean(),
     /** The admin port's server timeouts, apart from the public port's. */
     admin: z.object({
       /** Whole request, headers and body. @defaultValue 30000 */
@@ -88,9 +117,10 @@ export const configSchema = z
   })
   .superRefine((c, ctx) => {
     checkRedisSettings(c, ctx);
-    if (c.role !== 'worker' && c.platformPublicKeys.length === 0) {
+    if (c.role !== 'worker' && c.platformPublicKeys.length === 0 && c.environments === undefined) {
       ctx.addIssue({ code: 'custom', path: ['platformPublicKeys'], message: 'at least one platform public key is required (PLATFORM_PUBLIC_KEYS)' });
     }
+    checkEnvironments(c, ctx);
     const names = c.targets.map((t) => t.name);
     names.forEach((name, i) => {
       if (names.indexOf(name) !== i) ctx.addIssue({ code: 'custom', path: ['targets', i, 'name'], message: `target name "${name}" is used twice` });
@@ -99,7 +129,9 @@ export const configSchema = z
       ctx.addIssue({ code: 'custom', path: ['adminPassword'], message: 'ADMIN_USER and ADMIN_PASSWORD go together' });
     }
     if (c.signatureSchemes.includes('legacy') && !c.merchantId) {
-      ctx.addIssue({ code: 'custom', path: ['merchantId'], message: 'MERCHANT_ID is required when the legacy scheme is enabled' });
+      for (const [name, env] of Object.entries(c.environments ?? { [DEFAULT_ENVIRONMENT]: {} })) {
+        if (!env.merchantId) ctx.addIssue({ code: 'custom', path: c.environments ? ['environments', name, 'merchantId'] : ['merchantId'], message: 'MERCHANT_ID is required when the legacy scheme is enabled' });
+      }
     }
     // Node refuses to start a server whose header timeout outlasts its request timeout.
     if (c.http.headersTimeoutMs > c.http.requestTimeoutMs) {
@@ -115,3 +147,33 @@ export const configSchema = z
   });
 
 export type Config = z.infer<typeof configSchema>;
+
+type ConfigInput = Pick<Config, 'environments' | 'platformPublicKeys' | 'targets'>;
+
+/**
+ * `environments` and the flat key settings are two ways to say the same thing: one or the other.
+ * Every `accept` rule is checked like a target filter; every environment a target names exists; and
+ * with several environments, a target that names none takes `production`, which must then exist.
+ */
+function checkEnvironments(c: ConfigInput, ctx: z.RefinementCtx): void {
+  if (c.environments !== undefined) {
+    if (Object.keys(c.environments).length === 0) ctx.addIssue({ code: 'custom', path: ['environments'], message: 'name at least one environment, or leave environments out' });
+    if (c.platformPublicKeys.length > 0) {
+      ctx.addIssue({ code: 'custom', path: ['platformPublicKeys'], message: 'is the shorthand for one environment named production; with environments configured, list each environment\'s keys there' });
+    }
+    for (const [name, env] of Object.entries(c.environments)) {
+      for (const problem of env.accept ? filterProblems(env.accept) : []) {
+        ctx.addIssue({ code: 'custom', path: ['environments', name, 'accept'], message: `environment "${name}": ${problem}` });
+      }
+    }
+  }
+  const names = environmentNames(c);
+  c.targets.forEach((t, i) => {
+    for (const env of t.environments ?? []) {
+      if (!names.includes(env)) ctx.addIssue({ code: 'custom', path: ['targets', i, 'environments'], message: `target "${t.name}": no environment named "${env}" (configured: ${names.join(', ')})` });
+    }
+    if (t.environments === undefined && names.length > 1 && !names.includes(DEFAULT_ENVIRONMENT)) {
+      ctx.addIssue({ code: 'custom', path: ['targets', i, 'environments'], message: `target "${t.name}": with several environments and none named ${DEFAULT_ENVIRONMENT}, say which it takes, e.g. environments: [${names[0]}]` });
+    }
+  });
+}

@@ -25,6 +25,7 @@ export function buildRequest(job: DeliveryJob, target: Target, sign: RequestSign
       'webhook-id': job.eventId,
       'x-forwarded-uri': job.path,
       ...(job.merchantId ? { 'x-merch-id': job.merchantId } : {}),
+      ...provenanceHeaders(job),
     };
     // The platform's timestamp ages on retries and replays; our own signature is always fresh.
     if (sign) {
@@ -33,7 +34,7 @@ export function buildRequest(job: DeliveryJob, target: Target, sign: RequestSign
     }
     return { headers, body: raw };
   }
-  const head = `{"id":${JSON.stringify(job.eventId)},"type":${JSON.stringify(job.eventType)},"timestamp":${JSON.stringify(job.receivedAt)},"data":`;
+  const head = `{"id":${JSON.stringify(job.eventId)},"type":${JSON.stringify(job.eventType)},"timestamp":${JSON.stringify(job.receivedAt)},${envelopeProvenance(job)}"data":`;
   const body = typeof raw === 'string' ? `${head}${raw}}` : Buffer.concat([Buffer.from(head), raw, Buffer.from('}')]);
   const headers: Record<string, string> = {
     ...target.headers,
@@ -43,5 +44,23 @@ export function buildRequest(job: DeliveryJob, target: Target, sign: RequestSign
   };
   if (sign) headers['webhook-signature'] = sign(job.eventId, now, body);
   if (job.merchantId) headers['x-merch-id'] = job.merchantId;
+  Object.assign(headers, provenanceHeaders(job));
   return { headers, body };
+}
+
+/**
+ * Where the event came from, on every format: the platform environment whose key verified it, and
+ * whether an operator corrected its body (the platform's signature no longer covers it). Set after the
+ * target's own headers, so no configured header can claim another environment.
+ */
+function provenanceHeaders(job: Pick<DeliveryJob, 'environment' | 'corrected'>): Record<string, string> {
+  const headers: Record<string, string> = {};
+  if (job.environment) headers['x-webhook-environment'] = job.environment;
+  if (job.corrected) headers['x-webhook-corrected'] = 'true';
+  return headers;
+}
+
+/** The standard envelope's `environment` (and `corrected`) members, each followed by a comma. */
+function envelopeProvenance(job: Pick<DeliveryJob, 'environment' | 'corrected'>): string {
+  return `${job.environment ? `"environment":${JSON.stringify(job.environment)},` : ''}${job.corrected ? '"corrected":true,' : ''}`;
 }

@@ -25,7 +25,7 @@ export function createFanoutWorker(eventType: EventType, deps: FanoutDeps): Work
   const { pipeline } = deps;
   const processor = async (job: Job<EventJob>): Promise<RoutedFanoutResult> => {
     // Read per job, so targets reloaded at run time take effect without a restart.
-    const { deliver, filtered } = routeEvent(pipeline.targets(), eventType, job.data.payload, job.data.merchantId);
+    const { deliver, filtered } = routeEvent(pipeline.targets(), job.data);
     if (deliver.length === 0 && filtered.length === 0) {
       deps.metrics.unrouted.labels(eventType).inc();
       deps.logger.warn('event kept: no target subscribes to its type', { eventId: job.data.eventId, eventType });

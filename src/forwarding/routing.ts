@@ -1,4 +1,5 @@
 import { compileFilter, type EventFilter, type FilterTest } from './filter';
+import { takesEnvironment } from '../config/environments';
 import { subscribes, type Target } from './target-schema';
 
 /** Which targets get an event: those it is delivered to, and those subscribed whose filter left it out. */
@@ -27,16 +28,25 @@ export function filterDocument(payload: unknown, merchantId: string | undefined)
   return merchantId === undefined ? body : { ...body, merchantId };
 }
 
+/** What routing reads of an event. */
+export interface RoutedEvent {
+  eventType: string;
+  payload: unknown;
+  merchantId?: string;
+  /** The platform environment whose key verified it. */
+  environment: string;
+}
+
 /**
- * The one answer to "which targets get this event": the targets subscribed to its type, split by
- * their filter. An event with subscribers but no `deliver` is routed (every subscriber chose not to
- * take it), unlike one with no subscriber at all.
+ * The one answer to "which targets get this event": the targets subscribed to its type and taking
+ * its environment, split by their filter. An event with subscribers but no `deliver` is routed
+ * (every subscriber chose not to take it), unlike one with no subscriber at all.
  */
-export function routeEvent(targets: readonly Target[], eventType: string, payload: unknown, merchantId: string | undefined): Routing {
+export function routeEvent(targets: readonly Target[], { eventType, payload, merchantId, environment }: RoutedEvent): Routing {
   const routing: Routing = { deliver: [], filtered: [] };
   let document: Record<string, unknown> | undefined;
   for (const target of targets) {
-    if (!subscribes(target, eventType)) continue;
+    if (!subscribes(target, eventType) || !takesEnvironment(target, environment)) continue;
     const { filter } = target;
     if (filter === undefined) {
       routing.deliver.push(target);

@@ -24,6 +24,11 @@ const targetFields = z.object({
   /** Event types to receive, or `["*"]` for all. */
   events: z.array(eventSelector).min(1),
   /**
+   * The platform environments whose events it takes (see `environments`). @defaultValue the only
+   * environment; with several, `production` alone
+   */
+  environments: z.array(z.string().regex(/^[a-z0-9_-]{1,40}$/, 'an environment name')).min(1).optional(),
+  /**
    * A Standard Webhooks secret (`whsec_…`), or several during a rotation (`[whsec_new, whsec_old]`):
    * forwarded requests then carry one `v1,` signature per secret in `webhook-signature`, so the
    * merchant's system verifies with either while it switches. Read it through `secretsOf`.

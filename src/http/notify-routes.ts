@@ -34,7 +34,7 @@ export function notifyMiddleware(deps: ReceiveDeps, { basePath, bodyLimitBytes, 
     if (isRefusal(checked)) return send(res, answers.rejected[checked.class], bodyLeftUnread(req));
     try {
       const body = await readBody(req, bodyLimitBytes);
-      const result = await receiveNotification(deps, { definition, target: req.originalUrl, headers: req.headers, checked, body, startedAt, startedAtHr });
+      const result = await receiveNotification(deps, { definition, target: req.originalUrl, headers: req.headers, checked, body, startedAt, startedAtHr, source: () => req.ip });
       if (result.kind === 'acknowledged') send(res, answers.success);
       else if (result.kind === 'rejected') send(res, answers.rejected[result.class]);
       else send(res, answers.unavailable);

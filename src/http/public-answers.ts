@@ -19,6 +19,7 @@ export function publicAnswers(bodyLimitBytes: number): PublicAnswers {
 
 function buildAnswers(bodyLimitBytes: number) {
   const answer = answerFactory();
+  const forbidden = answer(403, envelope(RET_CODES.forbidden, 'Forbidden: source address not allowed'));
   return {
     success: answer(200, SUCCESS),
     /** Liveness carries the envelope too, and keeps the `status` field load balancers look for. */
@@ -28,8 +29,9 @@ function buildAnswers(bodyLimitBytes: number) {
       timestamp: answer(401, envelope(RET_CODES.timestamp, 'Unauthorized: timestamp outside the allowed window')),
       signature: answer(401, envelope(RET_CODES.signature, 'Unauthorized: signature missing or invalid')),
       request: answer(400, envelope(RET_CODES.badRequest, 'Bad Request: X-Merch-Id must be 1 to 64 characters of A-Z a-z 0-9 _ . : -')),
+      source: forbidden,
     },
-    forbidden: answer(403, envelope(RET_CODES.forbidden, 'Forbidden: source address not allowed')),
+    forbidden,
     notFound: answer(404, envelope(RET_CODES.notFound, 'Not Found')),
     notifyMethod: answer(405, envelope(RET_CODES.methodNotAllowed, 'Method Not Allowed: notify paths accept POST only'), { allow: 'POST' }),
     /** CONNECT (a proxy tunnel), which Node would otherwise drop without a word. */

@@ -3,18 +3,39 @@ import { EVENT_TYPES, type EventType } from '../events/table';
 import type { IngestObserver } from '../pipeline/ingest';
 import type { Logger } from '../logging/logger';
 
-export type NotificationOutcome = 'accepted' | 'replay' | 'duplicate' | 'rejected' | 'quarantined' | 'unavailable';
+/**
+ * `conflict`: a copy of a known event under another `X-Merch-Id`; `not_accepted`: its environment's
+ * acceptance rule left it out. Both are acknowledged and forwarded nowhere.
+ */
+export type NotificationOutcome = 'accepted' | 'replay' | 'duplicate' | 'rejected' | 'quarantined' | 'unavailable' | 'conflict' | 'not_accepted';
 
-const OUTCOMES: readonly NotificationOutcome[] = ['accepted', 'replay', 'duplicate', 'rejected', 'quarantined', 'unavailable'];
+/** The outcomes of a verified notification, which belongs to the environment whose key verified it. */
+export type VerifiedOutcome = Exclude<NotificationOutcome, 'rejected'>;
+
+const VERIFIED_OUTCOMES: readonly VerifiedOutcome[] = ['accepted', 'replay', 'duplicate', 'quarantined', 'unavailable', 'conflict', 'not_accepted'];
+
+interface OutcomeSeries {
+  count: Counter.Internal;
+  latency: Histogram.Internal<'event_type' | 'outcome'>;
+}
+
+/** One event type's series of one platform environment: each outcome (reason ''), and quarantines by reason. */
+export interface EnvironmentSeries {
+  outcome: Readonly<Record<VerifiedOutcome, OutcomeSeries>>;
+  /** A quarantine for another reason than an invalid body (`signature_reused`), resolved on first use. */
+  quarantined(reason: string): Counter.Internal;
+}
 
 /**
- * One event type's receiver series, resolved once at start rather than by label values per request:
- * the notification counter (reason '') and the ack latency of each outcome, the counter of each
- * rejection reason (resolved on first use, from fixed enums), and the enqueue failure counters.
+ * One event type's receiver series, resolved once rather than by label values per request: the
+ * counter of each rejection reason (no environment: the signature decides that) and the rejections'
+ * latency, each environment's outcomes (resolved on first use, from the configured names), and the
+ * enqueue failure counters.
  */
 export interface EventTypeSeries {
-  outcome: Readonly<Record<NotificationOutcome, { count: Counter.Internal; latency: Histogram.Internal<'event_type' | 'outcome'> }>>;
   rejected(reason: string): Counter.Internal;
+  rejectedLatency: Histogram.Internal<'event_type' | 'outcome'>;
+  environment(name: string): EnvironmentSeries;
   enqueueFailure: Counter.Internal;
   replicaShortfall: Counter.Internal;
 }
@@ -36,8 +57,8 @@ export function createMetrics(registry = new Registry(), withDefaults = true) {
   if (withDefaults) collectDefaultMetrics({ register: registry });
   const notifications = new Counter({
     name: 'webhook_notifications_total',
-    help: 'Notifications received, by event type, outcome and rejection reason',
-    labelNames: ['event_type', 'outcome', 'reason'] as const,
+    help: 'Notifications received, by event type, outcome, rejection or quarantine reason, and platform environment',
+    labelNames: ['event_type', 'outcome', 'reason', 'environment'] as const,
     registers: [registry],
   });
   const ackLatency = new Histogram({
@@ -114,28 +135,52 @@ export function createMetrics(registry = new Registry(), withDefaults = true) {
     labelNames: ['phase'] as const,
     registers: [registry],
   });
+  const environmentSeries = (type: EventType, environment: string): EnvironmentSeries => {
+    const quarantines = new Map<string, Counter.Internal>();
+    const outcome = Object.fromEntries(
+      VERIFIED_OUTCOMES.map((o) => [o, { count: notifications.labels(type, o, '', environment), latency: ackLatency.labels(type, o) }]),
+    ) as Record<VerifiedOutcome, OutcomeSeries>;
+    // Zero-initialised so dashboards show every event type of every environment from the start.
+    outcome.accepted.count.inc(0);
+    return {
+      outcome,
+      quarantined(reason) {
+        let counter = quarantines.get(reason);
+        if (counter === undefined) {
+          counter = notifications.labels(type, 'quarantined', reason, environment);
+          quarantines.set(reason, counter);
+        }
+        return counter;
+      },
+    };
+  };
   const eventTypeSeries = (type: EventType): EventTypeSeries => {
     const rejections = new Map<string, Counter.Internal>();
+    const environments = new Map<string, EnvironmentSeries>();
     return {
-      outcome: Object.fromEntries(
-        OUTCOMES.map((outcome) => [outcome, { count: notifications.labels(type, outcome, ''), latency: ackLatency.labels(type, outcome) }]),
-      ) as EventTypeSeries['outcome'],
       rejected(reason) {
         let counter = rejections.get(reason);
         if (counter === undefined) {
-          counter = notifications.labels(type, 'rejected', reason);
+          counter = notifications.labels(type, 'rejected', reason, '');
           rejections.set(reason, counter);
         }
         return counter;
+      },
+      rejectedLatency: ackLatency.labels(type, 'rejected'),
+      environment(name) {
+        let series = environments.get(name);
+        if (series === undefined) {
+          series = environmentSeries(type, name);
+          environments.set(name, series);
+        }
+        return series;
       },
       enqueueFailure: enqueueFailures.labels(type),
       replicaShortfall: replicaShortfalls.labels(type),
     };
   };
   const byEventType = new Map<EventType, EventTypeSeries>(EVENT_TYPES.map((type) => [type, eventTypeSeries(type)]));
-  // Zero-initialise the accepted series so dashboards show every event type from the start.
   for (const series of byEventType.values()) {
-    series.outcome.accepted.count.inc(0);
     series.enqueueFailure.inc(0);
     series.replicaShortfall.inc(0);
   }
@@ -168,6 +213,10 @@ export function createMetrics(registry = new Registry(), withDefaults = true) {
         },
         latency: deliveryLatency.labels(name),
       };
+    },
+    /** Resolves (and zero-initialises) every event type's series of these environments, so each shows from the start. */
+    environments(names: readonly string[]): void {
+      for (const series of byEventType.values()) for (const name of names) series.environment(name);
     },
     /** The receiver's series of one event type, resolved once (see EventTypeSeries). */
     eventType(type: EventType): EventTypeSeries {

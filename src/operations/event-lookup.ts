@@ -30,6 +30,12 @@ export interface EventView {
   receivedAt: string;
   path: string;
   merchantId?: string;
+  /** The platform environment whose key verified it. */
+  environment?: string;
+  /** Set when an operator replayed it with a corrected body. */
+  corrected?: true;
+  /** Why it is quarantined, when it is. */
+  quarantineReason?: string;
   payload?: unknown;
   errors?: string[];
   deliveries: DeliveryView[];
@@ -105,6 +111,9 @@ export async function findEvent(pipeline: Pipeline, eventId: string, mask: (p: u
     receivedAt: data.receivedAt,
     path: data.path,
     merchantId: data.merchantId,
+    environment: data.environment,
+    ...(data.corrected ? { corrected: true as const } : {}),
+    ...(found.kind === 'quarantine' ? { quarantineReason: found.job.data.reason ?? 'invalid' } : {}),
     payload: payload === undefined ? undefined : mask(payload),
     errors: 'errors' in data ? data.errors : undefined,
     deliveries: [...withJobs, ...filtered],

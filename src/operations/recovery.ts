@@ -41,12 +41,25 @@ export function createRecovery(deps: { deadLetters: DeadLetters; quarantine: Qua
       }
     },
 
+    /**
+     * A corrected body's audit line names the SHA-256 of the body the platform signed and of the one
+     * queued instead; a refused correction is audited too: someone asked for it.
+     */
     async replayQuarantined(actor: Actor, ids: readonly string[], correctedBody?: string) {
-      const results = await quarantine.replay(ids, correctedBody);
+      const corrected = correctedBody !== undefined;
+      let results;
+      try {
+        results = await quarantine.replay(ids, correctedBody);
+      } catch (err) {
+        writeAudit(logger, actor, 'quarantine.replay', { items: [...ids], corrected, refused: (err as Error).message });
+        throw err;
+      }
+      const correction = results.find((r) => 'correctedSha256' in r && r.correctedSha256 !== undefined);
       writeAudit(logger, actor, 'quarantine.replay', {
         items: [...ids],
         eventIds: results.flatMap((r) => ('eventId' in r ? [r.eventId] : [])),
-        corrected: correctedBody !== undefined,
+        corrected,
+        ...(correction && 'correctedSha256' in correction ? { originalSha256: correction.originalSha256, correctedSha256: correction.correctedSha256 } : {}),
         outcomes: results.map((r) => r.outcome),
       });
       return results;

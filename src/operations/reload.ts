@@ -1,5 +1,5 @@
 import { ConfigError } from '../config/errors';
-import { loadPlatformKeys } from '../config/keys';
+import { loadEnvironments } from '../config/keys';
 import { loadConfig } from '../config/load';
 import type { Config } from '../config/schema';
 import type { RunningWorkers } from '../forwarding/workers';
@@ -50,7 +50,7 @@ export function createReloader(deps: ReloaderDeps) {
     let next: Config;
     try {
       next = loadConfig(deps.env);
-      if (next.role !== 'worker') loadPlatformKeys(next.platformPublicKeys);
+      if (next.role !== 'worker') loadEnvironments(next);
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
       writeAudit(deps.logger, actor, 'config.reload', { refused: true, problems: err.problems });

@@ -1,3 +1,4 @@
+import { takesEnvironment } from '../config/environments';
 import { routeEvent } from '../forwarding/routing';
 import { subscribes, type Target } from '../forwarding/target-schema';
 import { deliveryJobOptions } from '../pipeline/job-options';
@@ -92,10 +93,14 @@ export function createResender(pipeline: Pipeline) {
       const { body, known } = await findBody(eventId);
       if (!body) throw known ? new EventBodyGoneError(eventId, pipeline.options.retention.completed.ageSeconds) : new UnknownEventError(eventId);
       const candidates = only !== undefined ? configured.filter((t) => t.name === only) : configured;
-      for (const t of candidates) if (only !== undefined && !subscribes(t, body.eventType)) throw new NotSubscribedError(t.name, body.eventType);
+      for (const t of candidates) {
+        if (only === undefined) continue;
+        if (!subscribes(t, body.eventType)) throw new NotSubscribedError(t.name, body.eventType);
+        if (!takesEnvironment(t, body.environment)) throw new NotSubscribedError(t.name, `events of the ${body.environment} environment`);
+      }
       // The body as the fan-out's filters saw it: the schemas keep every field, so the parsed raw body is the payload.
       const payload: unknown = JSON.parse(decodeRawBody(body).toString('utf8'));
-      const { deliver, filtered } = routeEvent(candidates, body.eventType, payload, body.merchantId);
+      const { deliver, filtered } = routeEvent(candidates, { ...body, payload });
       const targets: ResendResult['targets'] = [];
       for (const target of deliver) targets.push({ target: target.name, outcome: await resendTo(target, body) });
       for (const target of filtered) targets.push({ target: target.name, outcome: 'filtered' });

@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { DEFAULT_ENVIRONMENT } from '../config/environments';
 
 function sha256Hex(...parts: (string | Buffer)[]): string {
   const hash = createHash('sha256');
@@ -7,12 +8,14 @@ function sha256Hex(...parts: (string | Buffer)[]): string {
 }
 
 /**
- * The event id: the same notification (type, sub-merchant and body) always gets the same id, whatever
- * its nonce. The sub-merchant (`X-Merch-Id`) is part of it so that a partner account's identical
- * bodies for two sub-merchants stay two events.
+ * The event id: the same body on the same notify path from the same platform environment is one
+ * event, whatever its nonce and whatever unsigned header (`X-Merch-Id`) came with it, so a copy
+ * re-sent under another header cannot become a second event. The environment takes part so that a
+ * sandbox body can never stand for a production one; `production` hashes as it did before it had a
+ * name, so its events keep the ids they always had.
  */
-export function eventIdFor(eventType: string, merchantId: string | undefined, rawBody: Buffer): string {
-  return `evt_${sha256Hex(eventType, '\n', merchantId ?? '', '\n', rawBody).slice(0, 40)}`;
+export function eventIdFor(eventType: string, environment: string, rawBody: Buffer): string {
+  return `evt_${sha256Hex(eventType, '\n', environment === DEFAULT_ENVIRONMENT ? '' : `env:${environment}`, '\n', rawBody).slice(0, 40)}`;
 }
 
 /**

@@ -34,11 +34,14 @@ declare module 'ioredis' {
  * buckets; then for each add: (ordered only: its sequence) its keys (ordered only: the parked
  * variant's keys).
  * ARGV: [1] what the replay key is bound to (the event type); [2] the binding's TTL in ms; [3] '1' when
- * a key bound to another value is refused (legacy) rather than a replay; [4] '1' when KEYS[2] and
- * KEYS[3] are ours to check (and KEYS[2] to write); [5] the record's TTL in ms; [6] the event id;
- * [7] when the index buckets expire (ms since 1970); [8] buckets; [9] adds; [10..9 + buckets] each
- * bucket's request id; then for each add: its mode ('now' or 'ordered'), its number of keys and of
- * arguments (ordered: then the parked variant's), its arguments (ordered: then the parked variant's).
+ * a key bound to another value is refused (legacy) rather than a replay, '-' when the replay key is
+ * neither checked nor bound (a copy kept after its key was found bound elsewhere); [4] '1' when
+ * KEYS[2] and KEYS[3] are ours to check (and KEYS[2] to write); [5] the record's TTL in ms; [6] the
+ * event id; [7] when the index buckets expire (ms since 1970); [8] buckets; [9] adds; [10] what the
+ * record holds: `m:` and the event's `X-Merch-Id`, so a later copy under another one is a conflict,
+ * not a duplicate; [11..10 + buckets] each bucket's request id; then for each add: its mode ('now'
+ * or 'ordered'), its number of keys and of arguments (ordered: then the parked variant's), its
+ * arguments (ordered: then the parked variant's).
  */
 const INGEST_LUA = `
 local function bullAdd(KEYS, ARGV)
@@ -47,21 +50,26 @@ end
 local function bullAddParked(KEYS, ARGV)
 ${addDelayedJob.content}
 end
-local bound = redis.call('GET', KEYS[1])
-if bound then
-  if ARGV[3] == '1' and bound ~= ARGV[1] then return {'signature_reused'} end
-  return {'replay'}
+local binds = ARGV[3] ~= '-'
+if binds then
+  local bound = redis.call('GET', KEYS[1])
+  if bound then
+    if ARGV[3] == '1' and bound ~= ARGV[1] then return {'signature_reused', bound} end
+    return {'replay'}
+  end
 end
 local own = ARGV[4] == '1'
 if own and redis.call('EXISTS', KEYS[2], KEYS[3]) > 0 then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  if binds then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) end
+  local first = redis.call('GET', KEYS[2])
+  if first and string.sub(first, 1, 2) == 'm:' and first ~= ARGV[10] then return {'conflict', string.sub(first, 3)} end
   return {'duplicate'}
 end
 local eventId = ARGV[6]
 local buckets = tonumber(ARGV[8])
 local adds = tonumber(ARGV[9])
 local k = 4 + buckets
-local a = 10 + buckets
+local a = 11 + buckets
 local function keys(n) local t = {unpack(KEYS, k, k + n - 1)}; k = k + n; return t end
 local function args(n) local t = {unpack(ARGV, a, a + n - 1)}; a = a + n; return t end
 local function num() local v = tonumber(ARGV[a]); a = a + 1; return v end
@@ -88,10 +96,10 @@ for i = 1, adds do
   if type(jobId) == 'number' then return {'error', tostring(jobId)} end
   first = first or jobId
 end
-if own then redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[5]) end
+if own then redis.call('SET', KEYS[2], ARGV[10], 'PX', ARGV[5]) end
 for i = 1, buckets do
   local key = KEYS[3 + i]
-  local field = ARGV[9 + i]
+  local field = ARGV[10 + i]
   local ids = redis.call('HGET', key, field)
   if not ids then
     redis.call('HSET', key, field, eventId)
@@ -100,15 +108,22 @@ for i = 1, buckets do
   end
   redis.call('PEXPIREAT', key, ARGV[7])
 end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+if binds then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) end
 return {'added', first or ''}
 `;
 
 /**
  * `added`: the jobs are stored (jobId: the first one's, or with BullMQ's de-duplication the job
- * already standing for the event); `duplicate`: our de-duplication record knows the event.
+ * already standing for the event); `duplicate`: our de-duplication record knows the event;
+ * `conflict`: it knows the event under another `X-Merch-Id` (the first one's, empty for none);
+ * `signature_reused`: the legacy signature is bound to another event type (`boundTo`).
  */
-export type IngestDecision = { kind: 'added'; jobId: string } | { kind: 'duplicate' } | { kind: 'replay' } | { kind: 'signature_reused' };
+export type IngestDecision =
+  | { kind: 'added'; jobId: string }
+  | { kind: 'duplicate' }
+  | { kind: 'replay' }
+  | { kind: 'conflict'; firstMerchantId: string }
+  | { kind: 'signature_reused'; boundTo: string };
 
 /** Replicas that must hold the write before it counts (REDIS_MIN_REPLICAS_ACK), and how long WAIT may block. */
 export interface ReplicaConfirmation {
@@ -127,6 +142,9 @@ export interface ReplayBinding {
   /** A key already bound to another value is refused (`signature_reused`) instead of being a replay. */
   exclusive: boolean;
 }
+
+/** The replay key's part: bound (checked first, written last), or left alone. */
+export type ReplayBindingMode = ReplayBinding | { key: string; none: true };
 
 export interface JobToAdd<D, N extends string> {
   name: N;
@@ -149,12 +167,12 @@ export interface AddTo {
 export interface Ingestion {
   /** At least one. */
   adds: AddTo[];
-  binding: ReplayBinding;
+  binding: ReplayBindingMode;
   /**
-   * Our de-duplication record of the event, and the earlier layout's record that also counts (absent
-   * when an add's own BullMQ de-duplication decides).
+   * Our de-duplication record of the event and what it holds (see ARGV[10]), and the earlier layout's
+   * record that also counts (absent when an add's own BullMQ de-duplication decides).
    */
-  dedup?: { key: string; earlierKey: string; ttlMs: number };
+  dedup?: { key: string; earlierKey: string; ttlMs: number; value: string };
   eventId: string;
   /** Request-index buckets (request id -> event ids) to add the event id to, and when they expire. */
   index?: { expiresAtMs: number; entries: { key: string; requestId: string }[] };
@@ -194,7 +212,9 @@ export function defineIngestScript(connection: RedisClient): IngestScript {
     }
     const [kind, detail] = reply;
     if (kind === 'added' && detail) return { kind, jobId: detail, replicas };
-    if (kind === 'replay' || kind === 'signature_reused' || kind === 'duplicate') return { kind, replicas };
+    if (kind === 'replay' || kind === 'duplicate') return { kind, replicas };
+    if (kind === 'conflict') return { kind, firstMerchantId: detail ?? '', replicas };
+    if (kind === 'signature_reused') return { kind, boundTo: detail ?? '', replicas };
     throw new Error(`the add was refused (BullMQ code ${detail ?? 'none'})`);
   };
 }
@@ -204,16 +224,18 @@ async function scriptArgs({ adds, binding, dedup, eventId, index }: Ingestion): 
   if (adds.length === 0) throw new Error('an ingestion adds at least one job');
   const entries = index?.entries ?? [];
   const keys: (string | Buffer)[] = [binding.key, dedup?.key ?? binding.key, dedup?.earlierKey ?? binding.key, ...entries.map((e) => e.key)];
+  const bound = 'none' in binding ? undefined : binding;
   const argv: (string | Buffer)[] = [
-    binding.value,
-    String(binding.ttlMs),
-    binding.exclusive ? '1' : '0',
+    bound?.value ?? '',
+    String(bound?.ttlMs ?? 0),
+    bound ? (bound.exclusive ? '1' : '0') : '-',
     dedup ? '1' : '0',
     String(dedup?.ttlMs ?? 0),
     eventId,
     String(index?.expiresAtMs ?? 0),
     String(entries.length),
     String(adds.length),
+    dedup?.value ?? '',
     ...entries.map((e) => e.requestId),
   ];
   const recorded = await Promise.all(

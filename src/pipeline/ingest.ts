@@ -6,7 +6,7 @@ import { PARKED_AT_INGEST_MS } from '../ordering/park';
 import type { Target } from '../forwarding/target-schema';
 import { EnqueueUnavailableError } from './errors';
 import { jobIdFor } from './ids';
-import { defineIngestScript, type AddTo, type Ingestion, type ReplicaConfirmation } from './ingest-script';
+import { defineIngestScript, type AddTo, type IngestDecision, type Ingestion, type ReplicaConfirmation } from './ingest-script';
 import { deliveryJobOptions, type Retention } from './job-options';
 import { toDeliveryJob, type EventJob, type QuarantineJob } from './jobs';
 import { ownKeys } from './names';
@@ -16,10 +16,18 @@ import { withTimeout } from './with-timeout';
 
 /**
  * accepted: newly queued; replay: its replay key (nonce, or legacy signature) was accepted before;
- * duplicate: the same notification under a new replay key; signature_reused: a legacy signature
- * already accepted for another event type.
+ * duplicate: the same notification under a new replay key.
  */
-export type EnqueueOutcome = 'accepted' | 'replay' | 'duplicate' | 'signature_reused';
+export type EnqueueOutcome = 'accepted' | 'replay' | 'duplicate';
+
+/**
+ * What else an enqueue can find: the same event known under another `X-Merch-Id` (the first one's,
+ * empty for none), nothing queued; or a legacy signature already bound to another event type, nothing
+ * queued or bound.
+ */
+export type EnqueueRefusal = { kind: 'conflict'; firstMerchantId: string } | { kind: 'signature_reused'; boundTo: string };
+
+export type EnqueueResult = EnqueueOutcome | EnqueueRefusal;
 
 const WAIT_MARGIN_MS = 250;
 
@@ -48,8 +56,12 @@ export interface Ingest {
    * delivery job per target that takes the event (or, when none does, the event job, kept for an
    * operator), and the request-id index.
    */
-  enqueueEvent(job: EventJob, replayKey: string): Promise<EnqueueOutcome>;
-  enqueueQuarantine(job: QuarantineJob, replayKey: string): Promise<EnqueueOutcome>;
+  enqueueEvent(job: EventJob, replayKey: string): Promise<EnqueueResult>;
+  /**
+   * `bind: false` keeps a copy whose replay key is already bound elsewhere (a re-typed legacy
+   * signature): the key is neither checked nor bound again. @defaultValue true
+   */
+  enqueueQuarantine(job: QuarantineJob, replayKey: string, opts?: { bind?: boolean }): Promise<EnqueueResult>;
 }
 
 export interface IngestQueues {
@@ -88,7 +100,7 @@ export function createIngest(connection: RedisClient, settings: IngestSettings, 
    * records the filtered ones or keeps an event nobody subscribes to.
    */
   function addsFor(event: EventJob): { adds: AddTo[]; filtered: string[] } {
-    const routing = routeEvent(queues.targets(), event.eventType, event.payload, event.merchantId);
+    const routing = routeEvent(queues.targets(), event);
     const filtered = routing.filtered.map((t) => t.name);
     const adds: AddTo[] = [];
     for (const target of routing.deliver) {
@@ -104,9 +116,11 @@ export function createIngest(connection: RedisClient, settings: IngestSettings, 
     return { adds: [{ queue: queues.event(event.eventType), job: { name: event.eventType, data: event, opts: { jobId: event.eventId } } }], filtered: [] };
   }
 
-  function bindingOf(data: EventJob | QuarantineJob, replayKey: string): Ingestion['binding'] {
+  function bindingOf(data: EventJob | QuarantineJob, replayKey: string, bind = true): Ingestion['binding'] {
+    const key = ownKeys.replay(settings.prefix, data.scheme, replayKey);
+    if (!bind) return { key, none: true };
     return {
-      key: ownKeys.replay(settings.prefix, data.scheme, replayKey),
+      key,
       value: data.eventType,
       ttlMs: settings.replayTtlMs,
       // The v1.2 string to sign has no path: one legacy signature would verify on all seven notify
@@ -124,7 +138,13 @@ export function createIngest(connection: RedisClient, settings: IngestSettings, 
     return decision;
   }
 
-  async function enqueueEvent(event: EventJob, replayKey: string): Promise<EnqueueOutcome> {
+  function refusalOf(decision: Exclude<IngestDecision, { kind: 'added' }>): EnqueueResult {
+    if (decision.kind === 'conflict') return { kind: 'conflict', firstMerchantId: decision.firstMerchantId };
+    if (decision.kind === 'signature_reused') return { kind: 'signature_reused', boundTo: decision.boundTo };
+    return decision.kind;
+  }
+
+  async function enqueueEvent(event: EventJob, replayKey: string): Promise<EnqueueResult> {
     const eventQueue = queues.event(event.eventType);
     const { adds, filtered } = addsFor(event);
     const ingestion: Ingestion = {
@@ -134,24 +154,25 @@ export function createIngest(connection: RedisClient, settings: IngestSettings, 
         key: ownKeys.dedup(settings.prefix, event.eventId),
         earlierKey: `${eventQueue.keys.de}:${event.eventId}`,
         ttlMs: settings.dedupWindowMs,
+        value: `m:${event.merchantId ?? ''}`,
       },
       eventId: event.eventId,
       index: requestIndexEntries(settings.prefix, event.payload, settings.dedupWindowMs),
     };
     const decision = await run(ingestion, () => eventQueue.waitUntilReady());
-    if (decision.kind !== 'added') return decision.kind;
+    if (decision.kind !== 'added') return refusalOf(decision);
     if (observer.filtered) for (const target of filtered) observer.filtered(target);
     return 'accepted';
   }
 
-  async function enqueueQuarantine(data: QuarantineJob, replayKey: string): Promise<EnqueueOutcome> {
+  async function enqueueQuarantine(data: QuarantineJob, replayKey: string, opts: { bind?: boolean } = {}): Promise<EnqueueResult> {
     const jobId = jobIdFor(replayKey);
     // BullMQ's de-duplication in the quarantine queue decides: a quarantined notification keeps its
     // event id, and replaying it into delivery must not find it already known.
     const job = { name: data.eventType, data, opts: { jobId, deduplication: { id: data.eventId, ttl: settings.dedupWindowMs } } };
-    const ingestion: Ingestion = { adds: [{ queue: queues.quarantine, job }], binding: bindingOf(data, replayKey), eventId: data.eventId };
+    const ingestion: Ingestion = { adds: [{ queue: queues.quarantine, job }], binding: bindingOf(data, replayKey, opts.bind), eventId: data.eventId };
     const decision = await run(ingestion, () => queues.quarantine.waitUntilReady());
-    if (decision.kind !== 'added') return decision.kind;
+    if (decision.kind !== 'added') return refusalOf(decision);
     return decision.jobId === jobId ? 'accepted' : 'duplicate';
   }
 

@@ -17,6 +17,13 @@ interface ReceivedNotification {
   scheme: SignatureScheme;
   /** From `X-Merch-Id`, when a partner account receives callbacks for sub-merchants. */
   merchantId?: string;
+  /** The platform environment whose key verified the signature. */
+  environment: string;
+  /**
+   * Set when an operator replayed it with a corrected body: the body is no longer the one the
+   * platform signed, and every forwarded request says so.
+   */
+  corrected?: true;
   /** The body exactly as received; Base64 when it is not valid UTF-8. */
   rawBody: string;
   rawBodyEncoding: 'utf8' | 'base64';
@@ -30,9 +37,18 @@ export type EventJob<E extends EventType = EventType> = {
   [K in E]: ReceivedNotification & { eventType: K; payload: EventPayloadMap[K] };
 }[E];
 
-/** A verified notification whose body is not JSON or fails its schema, kept for an operator. */
+/**
+ * Why a verified notification is kept for an operator instead of forwarded: `invalid` (not UTF-8, not
+ * JSON, or not its schema), `not_accepted` (its environment's acceptance rule does not match it),
+ * `signature_reused` (a legacy signature already accepted for another event type).
+ */
+export type QuarantineReason = 'invalid' | 'not_accepted' | 'signature_reused';
+
+/** A verified notification kept for an operator (see QuarantineReason), never forwarded on its own. */
 export interface QuarantineJob extends ReceivedNotification {
   eventType: EventType;
+  /** Absent on jobs kept before reasons were recorded: those are `invalid`. */
+  reason?: QuarantineReason;
   errors: string[];
 }
 
@@ -47,7 +63,7 @@ export interface FanoutResult {
  */
 export type DeliveryJob = Pick<
   EventJob,
-  'eventId' | 'eventType' | 'receivedAt' | 'path' | 'rawBody' | 'rawBodyEncoding' | 'contentType' | 'signatureHeaders' | 'merchantId'
+  'eventId' | 'eventType' | 'receivedAt' | 'path' | 'rawBody' | 'rawBodyEncoding' | 'contentType' | 'signatureHeaders' | 'merchantId' | 'environment' | 'corrected'
 > & {
   target: string;
   /** The subscribed targets whose filter left this event out (for the event view), when there were any. */
@@ -89,6 +105,7 @@ export interface DeliveryFailure {
 export interface VerifiedRequest<E extends EventType = EventType> {
   eventType: E;
   merchantId?: string;
+  environment: string;
   body: Buffer;
   receivedAtMs: number;
   /** The request target as received (path and query string). */
@@ -101,11 +118,11 @@ export interface VerifiedRequest<E extends EventType = EventType> {
   signatureHeaders: Record<string, string>;
 }
 
-/** What every job of a received notification carries, its event id derived from type, sub-merchant and body. */
+/** What every job of a received notification carries, its event id derived from environment, type and body. */
 export function receivedNotification<E extends EventType>(r: VerifiedRequest<E>): ReceivedNotification & { eventType: E } {
   const utf8 = isUtf8(r.body);
   return {
-    eventId: eventIdFor(r.eventType, r.merchantId, r.body),
+    eventId: eventIdFor(r.eventType, r.environment, r.body),
     eventType: r.eventType,
     receivedAt: new Date(r.receivedAtMs).toISOString(),
     path: r.path,
@@ -113,6 +130,7 @@ export function receivedNotification<E extends EventType>(r: VerifiedRequest<E>)
     nonce: r.nonce,
     scheme: r.scheme,
     ...(r.merchantId ? { merchantId: r.merchantId } : {}),
+    environment: r.environment,
     rawBody: r.body.toString(utf8 ? 'utf8' : 'base64'),
     rawBodyEncoding: utf8 ? 'utf8' : 'base64',
     ...(r.contentType !== undefined ? { contentType: r.contentType } : {}),
@@ -126,8 +144,9 @@ export function buildEventJob<E extends EventType>(r: VerifiedRequest<E>, payloa
 }
 
 export function toDeliveryJob(event: EventJob, target: string, filtered: readonly string[] = [], orderKey?: string): DeliveryJob {
-  const { eventId, eventType, receivedAt, path, rawBody, rawBodyEncoding, contentType, signatureHeaders, merchantId } = event;
-  const job: DeliveryJob = { eventId, eventType, receivedAt, path, rawBody, rawBodyEncoding, contentType, signatureHeaders, merchantId, target };
+  const { eventId, eventType, receivedAt, path, rawBody, rawBodyEncoding, contentType, signatureHeaders, merchantId, environment, corrected } = event;
+  const job: DeliveryJob = { eventId, eventType, receivedAt, path, rawBody, rawBodyEncoding, contentType, signatureHeaders, merchantId, environment, target };
+  if (corrected) job.corrected = true;
   if (filtered.length > 0) job.filtered = [...filtered];
   if (orderKey !== undefined) job.orderKey = orderKey;
   return job;

@@ -1,11 +1,11 @@
 import { isUtf8 } from 'node:buffer';
 import type { EventDefinition } from '../events/table';
 import type { Logger } from '../logging/logger';
-import type { EventTypeSeries, Metrics, NotificationOutcome } from '../monitoring/metrics';
+import type { Metrics, VerifiedOutcome } from '../monitoring/metrics';
 import { EnqueueUnavailableError } from '../pipeline/errors';
 import { eventIdFor } from '../pipeline/ids';
-import type { EnqueueOutcome, Ingest } from '../pipeline/ingest';
-import type { EventJob, QuarantineJob } from '../pipeline/jobs';
+import type { EnqueueResult, Ingest } from '../pipeline/ingest';
+import type { EventJob, QuarantineJob, QuarantineReason } from '../pipeline/jobs';
 import { isRejected, type CheckedHeaders, type SignatureCheck } from '../signature/check';
 import { legacyTimestampMismatch } from '../signature/verify-legacy';
 import { REJECTION_CLASS, type RejectionClass, type RejectionReason, type Verified } from '../signature/result';
@@ -20,6 +20,16 @@ export interface ReceiveDeps {
   metrics: Metrics;
   /** Masks sensitive fields of a payload before it is logged. */
   mask: (payload: unknown) => unknown;
+  /** What a notification of the named environment must also satisfy (the names are the verifier's). */
+  environment(name: string): EnvironmentRules | undefined;
+}
+
+/** An environment's rules beyond its keys. */
+export interface EnvironmentRules {
+  /** When set, the address the notification came from must be one it allows. */
+  sourceAllowed?: (address: string | undefined) => boolean;
+  /** When set, the body (with `merchantId`) must match this acceptance rule. */
+  accept?: (payload: unknown, merchantId: string | undefined) => boolean;
 }
 
 export interface IncomingNotification {
@@ -33,11 +43,13 @@ export interface IncomingNotification {
   startedAt: number;
   /** performance.now() at the start of the request, for latency. */
   startedAtHr: number;
+  /** The sender's address as the source allowlist judges it (`req.ip`, so after `trust proxy`), asked only when needed. */
+  source?: () => string | undefined;
 }
 
 export type Refusal = { kind: 'rejected'; class: RejectionClass; detail: string };
 
-export type ReceiveResult = { kind: 'acknowledged'; outcome: NotificationOutcome; eventId: string } | Refusal | { kind: 'unavailable'; eventId: string };
+export type ReceiveResult = { kind: 'acknowledged'; outcome: VerifiedOutcome; eventId: string } | Refusal | { kind: 'unavailable'; eventId: string };
 
 /** What is known of a notification before its body is read. */
 type NotificationStart = Pick<IncomingNotification, 'definition' | 'target' | 'startedAtHr'>;
@@ -64,15 +76,18 @@ export function isRefusal(result: CheckedHeaders | Refusal): result is Refusal {
 }
 
 /**
- * `X-Merch-Id` is not signed: it is routing information (it names the sub-merchant and is part of
- * the event id), held to a strict format so that it cannot smuggle anything into ids, logs or
- * forwarded headers.
+ * `X-Merch-Id` is not signed: it is routing information (it names the sub-merchant), held to a strict
+ * format so that it cannot smuggle anything into ids, logs or forwarded headers. It takes no part in
+ * the event id, so it cannot turn one body into two events.
  */
 const MERCHANT_ID = /^[A-Za-z0-9_.:-]{1,64}$/;
 
 /**
- * Verify, then queue durably, then (and only then) acknowledge. A verified body that is not a valid
- * notification is quarantined and acknowledged, so the platform does not retry it forever.
+ * Verify, then queue durably, then (and only then) acknowledge. A notification belongs to the
+ * environment whose key verified it, and must then satisfy that environment's rules: its source
+ * addresses (refused 403) and its acceptance rule. A verified body that is not a valid notification,
+ * or that the acceptance rule leaves out, is quarantined and acknowledged, so the platform does not
+ * retry it forever.
  */
 export async function receiveNotification(deps: ReceiveDeps, n: IncomingNotification): Promise<ReceiveResult> {
   const eventType = n.definition.type;
@@ -85,8 +100,13 @@ export async function receiveNotification(deps: ReceiveDeps, n: IncomingNotifica
 
   const verified = deps.signature.body(n.checked, { method: 'POST', target: n.target, headers: n.headers, body: n.body, nowMs: deps.clock() });
   if (!verified.ok) return rejected(deps, n, verified.reason, verified.detail);
+  const rules = deps.environment(verified.environment);
+  if (rules?.sourceAllowed) {
+    const source = n.source?.();
+    if (!rules.sourceAllowed(source)) return rejected(deps, n, 'source_not_allowed', `the ${verified.environment} environment's notifications come from its sourceCidrs only`, source);
+  }
 
-  const eventId = eventIdFor(eventType, merchantId, n.body);
+  const eventId = eventIdFor(eventType, verified.environment, n.body);
   const utf8 = isUtf8(n.body);
   const text = utf8 ? n.body.toString('utf8') : '';
   // A legacy body whose parsed timestamp differs from the scanned one that verified is genuine (the
@@ -94,24 +114,48 @@ export async function receiveNotification(deps: ReceiveDeps, n: IncomingNotifica
   // is not a valid notification, so it is kept for an operator, never forwarded, and not retried forever.
   const confirm = verified.scheme === 'legacy' ? (json: unknown) => legacyTimestampMismatch(json, verified.timestamp) : undefined;
   const parsed = utf8 ? parsePayload(n.definition, text, confirm) : NOT_UTF8;
-  const job = jobOf(n, verified, eventId, merchantId, utf8 ? text : n.body.toString('base64'), utf8, parsed);
+  const accepted = !parsed.ok || !rules?.accept || rules.accept(parsed.payload, merchantId);
+  const received = receivedOf(n, verified, eventId, merchantId, utf8 ? text : n.body.toString('base64'), utf8);
 
-  let result: EnqueueOutcome;
+  let result: EnqueueResult;
+  let reason: QuarantineReason | undefined;
+  let errors: string[] | undefined;
   try {
-    result = parsed.ok ? await deps.ingest.enqueueEvent(job as EventJob, verified.replayKey) : await deps.ingest.enqueueQuarantine(job as QuarantineJob, verified.replayKey);
+    if (parsed.ok && accepted) {
+      result = await deps.ingest.enqueueEvent({ ...received, payload: parsed.payload } as EventJob, verified.replayKey);
+    } else {
+      reason = parsed.ok ? 'not_accepted' : 'invalid';
+      errors = parsed.ok ? [`does not match the ${verified.environment} environment's acceptance rule`] : parsed.errors;
+      result = await deps.ingest.enqueueQuarantine({ ...received, reason, errors }, verified.replayKey);
+    }
+    if (typeof result === 'object' && result.kind === 'signature_reused') {
+      // One legacy signature verifies on every notify path (its string has no path): it serves the
+      // event type it first arrived for, and this copy is kept for an operator to judge which was genuine.
+      reason = 'signature_reused';
+      errors = [`legacy signature already accepted for ${result.boundTo}; this copy arrived for ${eventType}`];
+      const boundTo = result.boundTo;
+      result = await deps.ingest.enqueueQuarantine({ ...received, reason, errors }, verified.replayKey, { bind: false });
+      if (result === 'accepted') result = { kind: 'signature_reused', boundTo };
+    }
   } catch (err) {
-    return unavailable(deps, n, err, verified.replayKey, eventId);
+    return unavailable(deps, n, err, verified, eventId);
   }
-  if (result === 'signature_reused') return rejected(deps, n, 'signature_reused', 'legacy signature already used for another notification type');
-  const outcome: NotificationOutcome = result === 'accepted' && !parsed.ok ? 'quarantined' : result;
 
-  const series = deps.metrics.eventType(eventType).outcome[outcome];
-  series.count.inc();
+  const series = deps.metrics.eventType(eventType).environment(verified.environment);
+  const outcome = outcomeOf(result, reason);
+  const counter = reason === 'signature_reused' && outcome === 'quarantined' ? series.quarantined(reason) : series.outcome[outcome].count;
+  counter.inc();
   const latencyMs = performance.now() - n.startedAtHr;
-  series.latency.observe(latencyMs / 1000);
-  const line = { eventId, eventType, nonce: verified.replayKey, merchantId, outcome, latencyMs: roundMs(latencyMs) };
-  if (!parsed.ok && outcome === 'quarantined') {
-    deps.logger.error('notification quarantined: verified but not a valid notification', { ...line, errors: parsed.errors });
+  series.outcome[outcome].latency.observe(latencyMs / 1000);
+  const line = { eventId, eventType, environment: verified.environment, nonce: verified.replayKey, merchantId, outcome, latencyMs: roundMs(latencyMs) };
+  if (typeof result === 'object' && result.kind === 'conflict') {
+    deps.logger.warn('notification not queued: the same body arrived before under another X-Merch-Id', { ...line, firstMerchantId: result.firstMerchantId || undefined });
+  } else if (outcome === 'quarantined' && reason === 'signature_reused') {
+    deps.logger.warn('notification quarantined: its legacy signature was accepted before for another event type', { ...line, reason, errors });
+  } else if (outcome === 'not_accepted') {
+    deps.logger.warn('notification quarantined: verified, but its environment does not accept it', { ...line, reason });
+  } else if (outcome === 'quarantined') {
+    deps.logger.error('notification quarantined: verified but not a valid notification', { ...line, reason, errors });
     if (deps.logger.isDebugEnabled()) deps.logger.debug('quarantined body', { eventId, body: maskedBody(deps, text) });
   } else {
     deps.logger.record('info', 'notification received', line);
@@ -122,13 +166,20 @@ export async function receiveNotification(deps: ReceiveDeps, n: IncomingNotifica
 
 const NOT_UTF8: ParsedPayload = { ok: false, errors: ['body is not valid UTF-8'] };
 
+/** How an enqueue ends, as counted: a new quarantine counts as one (`not_accepted` on its own), a known one as what it is. */
+function outcomeOf(result: EnqueueResult, reason: QuarantineReason | undefined): Exclude<VerifiedOutcome, 'unavailable'> {
+  if (typeof result === 'object') return result.kind === 'conflict' ? 'conflict' : 'quarantined';
+  if (result !== 'accepted' || reason === undefined) return result;
+  return reason === 'not_accepted' ? 'not_accepted' : 'quarantined';
+}
+
 /**
- * The event job (or, when the body is not a valid notification, the quarantine job), built in one
- * object literal: optional fields are set only when present, as the job's JSON has always had them.
+ * What every job of the notification holds, built in one object literal: optional fields are set
+ * only when present, as the job's JSON has always had them.
  */
-function jobOf(n: IncomingNotification, verified: Verified, eventId: string, merchantId: string | undefined, rawBody: string, utf8: boolean, parsed: ParsedPayload): EventJob | QuarantineJob {
+function receivedOf(n: IncomingNotification, verified: Verified, eventId: string, merchantId: string | undefined, rawBody: string, utf8: boolean): Omit<QuarantineJob, 'errors' | 'reason'> {
   const contentType = n.headers['content-type'];
-  const job: Record<string, unknown> = {
+  return {
     eventId,
     eventType: n.definition.type,
     receivedAt: new Date(n.startedAt).toISOString(),
@@ -136,41 +187,36 @@ function jobOf(n: IncomingNotification, verified: Verified, eventId: string, mer
     timestamp: verified.timestamp,
     nonce: verified.replayKey,
     scheme: verified.scheme,
+    ...(merchantId ? { merchantId } : {}),
+    environment: verified.environment,
+    rawBody,
+    rawBodyEncoding: utf8 ? 'utf8' : 'base64',
+    ...(typeof contentType === 'string' ? { contentType } : {}),
+    signatureHeaders: verified.signatureHeaders,
   };
-  if (merchantId) job.merchantId = merchantId;
-  job.rawBody = rawBody;
-  job.rawBodyEncoding = utf8 ? 'utf8' : 'base64';
-  if (typeof contentType === 'string') job.contentType = contentType;
-  job.signatureHeaders = verified.signatureHeaders;
-  if (parsed.ok) job.payload = parsed.payload;
-  else job.errors = parsed.errors;
-  return job as unknown as EventJob | QuarantineJob;
 }
 
-function rejected(deps: ReceiveDeps, n: NotificationStart, reason: RejectionReason, detail: string): Refusal {
+function rejected(deps: ReceiveDeps, n: NotificationStart, reason: RejectionReason, detail: string, source?: string): Refusal {
   const eventType = n.definition.type;
   const series = deps.metrics.eventType(eventType);
   series.rejected(reason).inc();
-  observe(series, 'rejected', n);
-  deps.logger.warn('notification rejected', { eventType, outcome: 'rejected', reason, detail, path: n.target, latencyMs: elapsed(n) });
+  series.rejectedLatency.observe((performance.now() - n.startedAtHr) / 1000);
+  deps.logger.warn('notification rejected', { eventType, outcome: 'rejected', reason, detail, path: n.target, ...(source !== undefined ? { source } : {}), latencyMs: elapsed(n) });
   return { kind: 'rejected', class: REJECTION_CLASS[reason], detail };
 }
 
 /** Redis did not confirm: counted, logged, answered 503; anything else is a bug and goes up. */
-function unavailable(deps: ReceiveDeps, n: IncomingNotification, err: unknown, replayKey: string, eventId: string): ReceiveResult {
+function unavailable(deps: ReceiveDeps, n: IncomingNotification, err: unknown, verified: Verified, eventId: string): ReceiveResult {
   if (!(err instanceof EnqueueUnavailableError)) throw err;
   const eventType = n.definition.type;
   const series = deps.metrics.eventType(eventType);
   series.enqueueFailure.inc();
   if (err.reason === 'replicas') series.replicaShortfall.inc();
-  series.outcome.unavailable.count.inc();
-  observe(series, 'unavailable', n);
-  deps.logger.error('notification not queued: Redis unavailable', { eventId, eventType, nonce: replayKey, outcome: 'unavailable', reason: err.reason, error: err.message, latencyMs: elapsed(n) });
+  const unavailableSeries = series.environment(verified.environment).outcome.unavailable;
+  unavailableSeries.count.inc();
+  unavailableSeries.latency.observe((performance.now() - n.startedAtHr) / 1000);
+  deps.logger.error('notification not queued: Redis unavailable', { eventId, eventType, environment: verified.environment, nonce: verified.replayKey, outcome: 'unavailable', reason: err.reason, error: err.message, latencyMs: elapsed(n) });
   return { kind: 'unavailable', eventId };
-}
-
-function observe(series: EventTypeSeries, outcome: NotificationOutcome, n: NotificationStart): void {
-  series.outcome[outcome].latency.observe((performance.now() - n.startedAtHr) / 1000);
 }
 
 function elapsed(n: NotificationStart): number {

@@ -6,11 +6,11 @@ export type RejectionReason =
   | 'missing_signature'
   | 'malformed_signature'
   | 'bad_signature'
-  | 'signature_reused'
-  | 'malformed_merchant_id';
+  | 'malformed_merchant_id'
+  | 'source_not_allowed';
 
-/** `request`: a malformed unsigned header (answered 400); the others are answered 401. */
-export type RejectionClass = 'header' | 'timestamp' | 'signature' | 'request';
+/** `request`: a malformed unsigned header (answered 400); `source`: an address not allowed (403); the others are answered 401. */
+export type RejectionClass = 'header' | 'timestamp' | 'signature' | 'request' | 'source';
 
 export const REJECTION_CLASS: Record<RejectionReason, RejectionClass> = {
   missing_header: 'header',
@@ -19,8 +19,8 @@ export const REJECTION_CLASS: Record<RejectionReason, RejectionClass> = {
   missing_signature: 'signature',
   malformed_signature: 'signature',
   bad_signature: 'signature',
-  signature_reused: 'signature',
   malformed_merchant_id: 'request',
+  source_not_allowed: 'source',
 };
 
 export type SignatureScheme = 'current' | 'legacy';
@@ -28,6 +28,8 @@ export type SignatureScheme = 'current' | 'legacy';
 export interface Verified {
   ok: true;
   scheme: SignatureScheme;
+  /** The platform environment whose key verified the signature. */
+  environment: string;
   /** The signed timestamp, in milliseconds. */
   timestamp: number;
   /**

@@ -1,4 +1,5 @@
 import { verify, type KeyObject } from 'node:crypto';
+import type { VerifierEnvironment } from './options';
 
 /**
  * Checks decoded signature bytes against each key in turn (several platform keys can be live during a
@@ -6,4 +7,17 @@ import { verify, type KeyObject } from 'node:crypto';
  */
 export function verifyRsaSha256(data: Buffer, signature: Buffer, keys: readonly KeyObject[]): boolean {
   return keys.some((key) => verify('sha256', data, key, signature));
+}
+
+/**
+ * The environment whose key verifies the signature over the string `signed` builds for it (the
+ * legacy string differs by environment: it holds the merchant id), or undefined when none does. At
+ * most one RSA verification per configured key.
+ */
+export function verifyingEnvironment<E extends VerifierEnvironment>(environments: readonly E[], signature: Buffer, signed: (environment: E) => Buffer | undefined): E | undefined {
+  for (const environment of environments) {
+    const data = signed(environment);
+    if (data !== undefined && verifyRsaSha256(data, signature, environment.keys)) return environment;
+  }
+  return undefined;
 }

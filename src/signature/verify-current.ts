@@ -2,7 +2,7 @@ import { decodeSignatureHeader } from './base64';
 import { headerValue, type HeaderBag } from './headers';
 import type { SignedRequest, VerifierOptions } from './options';
 import { reject, type Rejected, type VerifyResult } from './result';
-import { verifyRsaSha256 } from './rsa';
+import { verifyingEnvironment } from './rsa';
 
 export const SIGN_ALG = 'SHA256_WITH_RSA';
 /** Milliseconds need 13 digits; the spec's String[1,11] bound cannot hold one, so we allow 1 to 13. */
@@ -72,7 +72,7 @@ export function checkCurrentHeaders(headers: HeaderBag, nowMs: number, opts: Ver
   if (signAlg !== undefined && signAlg !== SIGN_ALG) return reject('malformed_header', `${name.signAlg} must be ${SIGN_ALG}`);
   if (appId !== undefined) {
     if (appId.length < 1 || appId.length > 64) return reject('malformed_header', `${name.appId} must be 1 to 64 characters`);
-    if (opts.appId !== undefined && appId !== opts.appId) return reject('malformed_header', `${name.appId} is not the platform's`);
+    if (!opts.environments.some((e) => e.appId === undefined || e.appId === appId)) return reject('malformed_header', `${name.appId} is not the platform's`);
   }
 
   const timestampMs = Number(timestamp);
@@ -98,7 +98,13 @@ export function verifyCurrentBody(checked: CurrentHeaders, req: SignedRequest, o
     return reject('timestamp_outside_window', `${namesOf(opts.headerPrefix).timestamp} is outside the allowed window`);
   }
   const data = currentStringToSign(req.method, req.target, checked.timestamp, checked.nonce, req.body);
-  if (!verifyRsaSha256(data, checked.signature, opts.keys)) return reject('bad_signature', 'signature does not verify');
-  // The nonce is signed and unique per notification: it alone decides replay (issue 8).
-  return { ok: true, scheme: 'current', timestamp: checked.timestampMs, replayKey: checked.nonce, signatureHeaders: checked.signatureHeaders };
+  const environment = verifyingEnvironment(opts.environments, checked.signature, () => data);
+  if (!environment) return reject('bad_signature', 'signature does not verify');
+  const name = namesOf(opts.headerPrefix);
+  const appId = checked.signatureHeaders[name.appId];
+  if (appId !== undefined && environment.appId !== undefined && appId !== environment.appId) {
+    return reject('malformed_header', `${name.appId} is not the ${environment.name} environment's`);
+  }
+  // The nonce is signed and unique per notification: it alone decides replay.
+  return { ok: true, scheme: 'current', environment: environment.name, timestamp: checked.timestampMs, replayKey: checked.nonce, signatureHeaders: checked.signatureHeaders };
 }

@@ -4,7 +4,7 @@ import { findBodyTimestamp } from './body-timestamp';
 import { headerValue, type HeaderBag } from './headers';
 import type { SignedRequest, VerifierOptions } from './options';
 import { reject, type Rejected, type VerifyResult } from './result';
-import { verifyRsaSha256 } from './rsa';
+import { verifyingEnvironment } from './rsa';
 
 export const LEGACY_HEADERS = { signature: 'signature', type: 'type', version: 'version' } as const;
 
@@ -20,7 +20,6 @@ export function legacyReplayKey(signature: Buffer): string {
 
 export interface LegacyHeaders {
   scheme: 'legacy';
-  merchantId: string;
   signature: Buffer;
   signatureHeaders: Record<string, string>;
 }
@@ -40,8 +39,8 @@ export function checkLegacyHeaders(headers: HeaderBag, opts: VerifierOptions): L
   if (!signature) return reject('malformed_signature', 'signature is not canonical (URL-encoded) Base64');
   if (type !== 'RSA256') return reject(type === undefined ? 'missing_header' : 'malformed_header', 'type must be RSA256');
   if (version !== 'v1.2') return reject(version === undefined ? 'missing_header' : 'malformed_header', 'version must be v1.2');
-  if (opts.merchantId === undefined) return reject('bad_signature', 'legacy scheme needs MERCHANT_ID');
-  return { scheme: 'legacy', merchantId: opts.merchantId, signature, signatureHeaders: { signature: sign, type, version } };
+  if (!opts.environments.some((e) => e.merchantId !== undefined)) return reject('bad_signature', 'legacy scheme needs MERCHANT_ID');
+  return { scheme: 'legacy', signature, signatureHeaders: { signature: sign, type, version } };
 }
 
 /**
@@ -56,12 +55,14 @@ export function verifyLegacyBody(checked: LegacyHeaders, req: SignedRequest, opt
   if (Math.abs(req.nowMs - found.timestamp) > opts.toleranceMs) {
     return reject('timestamp_outside_window', 'body timestamp is outside the allowed window');
   }
-  if (!verifyRsaSha256(legacyStringToSign(checked.merchantId, found.timestamp, req.body), checked.signature, opts.keys)) {
-    return reject('bad_signature', 'signature does not verify');
-  }
+  const environment = verifyingEnvironment(opts.environments, checked.signature, (e) =>
+    e.merchantId === undefined ? undefined : legacyStringToSign(e.merchantId, found.timestamp, req.body),
+  );
+  if (!environment) return reject('bad_signature', 'signature does not verify');
   return {
     ok: true,
     scheme: 'legacy',
+    environment: environment.name,
     timestamp: found.timestamp,
     replayKey: legacyReplayKey(checked.signature),
     signatureHeaders: checked.signatureHeaders,

@@ -1,3 +1,4 @@
+import { withTargetEnvironments } from '../../src/config/environments';
 import type { Config } from '../../src/config/schema';
 import { createDeadLetters, type DeadLetters } from '../../src/operations/dead-letters';
 import { targetSchema } from '../../src/forwarding/target-schema';
@@ -30,12 +31,15 @@ export interface ForwardingHarness {
 
 /** The receiver app plus in-process workers forwarding to the given targets, on a fresh queue prefix. */
 export function buildForwarding(platform: FakePlatform, targets: Record<string, unknown>[], env: Record<string, string> = {}): ForwardingHarness {
-  const receiver = buildHarness({ PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64, ADMIN_TOKEN: ADMIN_TEST_TOKEN, ...env }, Date.now, (base) => ({
-    ...base,
-    // Short timeouts and backoff so retries happen in milliseconds; the rest are the real defaults.
-    targets: targets.map((t) => targetSchema.parse({ events: ['*'], timeoutMs: 2000, maxAttempts: 3, backoff: { initialMs: 50, maxMs: 200 }, ...t })),
-    worker: { lockDurationMs: 5000, stalledIntervalMs: 1000, shutdownTimeoutMs: 2000 },
-  }));
+  const receiver = buildHarness({ PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64, ADMIN_TOKEN: ADMIN_TEST_TOKEN, ...env }, Date.now, (base) =>
+    // As the loader gives them: each target with the environments it takes.
+    withTargetEnvironments({
+      ...base,
+      // Short timeouts and backoff so retries happen in milliseconds; the rest are the real defaults.
+      targets: targets.map((t) => targetSchema.parse({ events: ['*'], timeoutMs: 2000, maxAttempts: 3, backoff: { initialMs: 50, maxMs: 200 }, ...t })),
+      worker: { lockDurationMs: 5000, stalledIntervalMs: 1000, shutdownTimeoutMs: 2000 },
+    }).config,
+  );
   const { config, pipeline } = receiver;
   const logs = new LogCapture();
   const metrics = receiver.metrics; // one registry for receiver, workers and admin, as in one process

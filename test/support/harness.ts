@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import type { Express } from 'express';
-import { loadPlatformKeys } from '../../src/config/keys';
+import { loadEnvironments } from '../../src/config/keys';
 import { loadConfig } from '../../src/config/load';
 import type { Config } from '../../src/config/schema';
 import { createLogger } from '../../src/logging/logger';
@@ -68,7 +68,7 @@ export function buildHarness(env: Record<string, string | undefined>, clock: () 
   const connection = connector.open('producer');
   connection.on('error', () => undefined);
   const pipeline = createPipeline(connection, pipelineOptions(config), ingestObserver(metrics, logger));
-  const app = buildReceiverApp({ config, keys: loadPlatformKeys(config.platformPublicKeys), logger, metrics, clock, pipeline });
+  const app = buildReceiverApp({ config, environments: loadEnvironments(config), logger, metrics, clock, pipeline });
   const redis = connector.open('worker');
   redis.on('error', () => undefined);
   return {

@@ -1,5 +1,5 @@
 import type { Config } from '../../src/config/schema';
-import { loadPlatformKeys } from '../../src/config/keys';
+import { loadEnvironments } from '../../src/config/keys';
 import { createLogger } from '../../src/logging/logger';
 import { createMetrics, type Metrics } from '../../src/monitoring/metrics';
 import { createRedisConnector } from '../../src/redis/connect';
@@ -28,7 +28,7 @@ export async function startLiveReceiver(env: Record<string, string>, adjust: (c:
   const connection = createRedisConnector(config).open('producer');
   connection.on('error', () => undefined);
   const pipeline = createPipeline(connection, pipelineOptions(config));
-  const receiver = await startReceiver({ config, keys: loadPlatformKeys(config.platformPublicKeys), logger: createLogger(config.logLevel, logs.stream), metrics, pipeline });
+  const receiver = await startReceiver({ config, environments: loadEnvironments(config), logger: createLogger(config.logLevel, logs.stream), metrics, pipeline });
   return {
     receiver,
     config,

@@ -5,13 +5,14 @@ import type { EventJob } from '../../src/pipeline/jobs';
 export function paymentEvent(requestId: string): EventJob<'payment.result'> {
   const rawBody = JSON.stringify({ type: 'MERCH', data: { request_id: requestId, amount: '1.00' } });
   return {
-    eventId: eventIdFor('payment.result', undefined, Buffer.from(rawBody)),
+    eventId: eventIdFor('payment.result', 'production', Buffer.from(rawBody)),
     eventType: 'payment.result',
     receivedAt: new Date().toISOString(),
     path: '/api/v2/merch/pay/notify',
     timestamp: Date.now(),
     nonce: `nonce-${requestId}`,
     scheme: 'current',
+    environment: 'production',
     rawBody,
     rawBodyEncoding: 'utf8',
     signatureHeaders: {},

@@ -16,9 +16,22 @@ export function rsaKeyPair(): KeyPair {
   return generateKeyPairSync('rsa', { modulusLength: 2048 });
 }
 
-/** The verifier options the builder's requests are made for; override one field per case. */
-export function verifierOptions(keys: readonly KeyObject[], over: Partial<VerifierOptions> = {}): VerifierOptions {
-  return { keys, headerPrefix: 'x-svc', appId: 'platform-app', merchantId: MERCHANT_ID, schemes: ['current', 'legacy'], toleranceMs: 300_000, ...over };
+/** The one environment's settings of {@link verifierOptions}; override one per case (`undefined` removes it). */
+export interface EnvironmentOverrides {
+  appId?: string | undefined;
+  merchantId?: string | undefined;
+}
+
+/**
+ * The verifier options the builder's requests are made for: one `production` environment with these
+ * keys; override one field per case.
+ */
+export function verifierOptions(keys: readonly KeyObject[], over: Partial<VerifierOptions> & EnvironmentOverrides = {}): VerifierOptions {
+  const { appId: _appId, merchantId: _merchantId, ...rest } = over;
+  const appId = 'appId' in over ? over.appId : 'platform-app';
+  const merchantId = 'merchantId' in over ? over.merchantId : MERCHANT_ID;
+  const environment = { name: 'production', keys, ...(appId !== undefined ? { appId } : {}), ...(merchantId !== undefined ? { merchantId } : {}) };
+  return { environments: [environment], headerPrefix: 'x-svc', schemes: ['current', 'legacy'], toleranceMs: 300_000, ...rest };
 }
 
 export interface CurrentFields {

@@ -28,7 +28,7 @@ export async function runWholePath(platform: FakePlatform, env: Record<string, s
   );
   try {
     const n = platform.signed('payment.result', { body: '{"type":"MERCH","data":{"request_id":"req-topology-1"}}' });
-    const eventId = eventIdFor('payment.result', undefined, n.body);
+    const eventId = eventIdFor('payment.result', 'production', n.body);
     await f.receiver.ready();
     await platform.send(f.receiver.app, n).expect(200);
     await platform.send(f.receiver.app, n).expect(200); // the platform's retry of the same request
@@ -57,7 +57,7 @@ export async function runWholePath(platform: FakePlatform, env: Record<string, s
     const metrics = await request(f.admin).get('/metrics').set(auth).expect(200);
     expect(metrics.text).toMatch(/^webhook_redis_up 1$/m);
     expect(metrics.text).toMatch(/^webhook_queue_jobs\{queue="deliver\.ledger",state="completed"\} 1$/m);
-    expect(metrics.text).toMatch(/^webhook_notifications_total\{event_type="payment\.result",outcome="duplicate",reason=""\} 1$/m);
+    expect(metrics.text).toMatch(/^webhook_notifications_total\{event_type="payment\.result",outcome="duplicate",reason="",environment="production"\} 1$/m);
 
     // The queues live where the topology says, every key under the hash-tagged prefix.
     const keys = await keysAt(keyPrefix(f.config.queuePrefix));
@@ -106,7 +106,7 @@ export async function runFailover(
       while (Date.now() < deadline && (killedAt < 0 || acknowledged.length - killedAt < resumeTarget)) {
         const n = platform.signed(type, { body: `{"type":"MERCH","data":{"seq":${seq++},"run":"${f.config.queuePrefix}"}}` });
         const res = await platform.send(f.receiver.app, n);
-        if (res.status === 200) acknowledged.push(eventIdFor(type, undefined, n.body));
+        if (res.status === 200) acknowledged.push(eventIdFor(type, 'production', n.body));
         else {
           refused++;
           await new Promise((r) => setTimeout(r, 50)); // the platform backs off between attempts
@@ -179,14 +179,14 @@ export async function runLaggingReplicaFailover(
       const refusal = f.receiver.logs.lines.filter((l) => l.outcome === 'unavailable').at(-1);
       throw new Error(`${err.message} (last answer ${last}; last refusal: ${JSON.stringify(refusal)})`);
     });
-    await target.waitFor(() => delivered().has(eventIdFor(type, undefined, before.body)));
+    await target.waitFor(() => delivered().has(eventIdFor(type, 'production', before.body)));
 
     failing = true;
     frozen = await step('find the replicas', topology.replicas(f));
     for (const r of frozen) r.pause();
     const lagging = Array.from({ length: sent }, (_, i) => notification(`lagging-${i}`));
     const answers = await step('send while lagging', Promise.all(lagging.map((n) => platform.send(f.receiver.app, n))));
-    const acknowledgedWhileLagging = lagging.filter((_, i) => answers[i]!.status === 200).map((n) => eventIdFor(type, undefined, n.body));
+    const acknowledgedWhileLagging = lagging.filter((_, i) => answers[i]!.status === 200).map((n) => eventIdFor(type, 'production', n.body));
 
     await step('kill the master', topology.kill(f));
     for (const r of frozen) r.resume();
@@ -199,7 +199,7 @@ export async function runLaggingReplicaFailover(
       () => true,
       () => false,
     );
-    await target.waitFor(() => resumed && delivered().has(eventIdFor(type, undefined, after.body)), 20_000).catch(() => undefined);
+    await target.waitFor(() => resumed && delivered().has(eventIdFor(type, 'production', after.body)), 20_000).catch(() => undefined);
     // Deliveries that survived go within a few backoff rounds of the target's recovery.
     await waitUntil(() => acknowledgedWhileLagging.every((id) => delivered().has(id)), 5_000).catch(() => undefined);
     const seen = delivered();

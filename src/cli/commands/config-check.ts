@@ -1,6 +1,6 @@
 import { Cluster } from 'ioredis';
 import { stringify } from 'yaml';
-import { loadPlatformKeys } from '../../config/keys';
+import { loadEnvironments } from '../../config/keys';
 import { loadConfigDetailed } from '../../config/load';
 import { describeRedis, maskSecrets } from '../../config/describe';
 import { envWarnings } from '../../config/env-warnings';
@@ -37,12 +37,12 @@ async function redisWarnings(config: Config, where: string): Promise<string[]> {
 export async function configCheckCommand(env: Record<string, string | undefined>, out: Out): Promise<number> {
   const loaded = loadConfigDetailed(env);
   const { config } = loaded;
-  if (config.role !== 'worker') loadPlatformKeys(config.platformPublicKeys);
+  if (config.role !== 'worker') loadEnvironments(config);
   out(`configuration is valid; ${describeSources(loaded)}`);
   out('');
   out('effective configuration (secrets masked):');
   out(stringify(maskSecrets(config)).trimEnd().replace(/^/gm, '  '));
-  const warnings = [...envWarnings(env), ...configWarnings(config), ...(await redisWarnings(config, describeRedis(config)))];
+  const warnings = [...envWarnings(env), ...loaded.warnings, ...configWarnings(config), ...(await redisWarnings(config, describeRedis(config)))];
   out('');
   out(warnings.length ? `${warnings.length} warning${warnings.length === 1 ? '' : 's'}:` : 'no warnings');
   for (const w of warnings) out(`  - ${w}`);

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { createMasker } from '../../logging/mask';
 import { findEvent } from '../../operations/event-lookup';
-import { createQuarantine } from '../../operations/quarantine';
+import { CorrectionsDisabledError, createQuarantine } from '../../operations/quarantine';
 import { summariseQueues } from '../../operations/queue-summary';
 import { createBlockedKeys, KeyNotBlockedError, NotOrderedError } from '../../operations/blocked-keys';
 import type { ResendOutcome } from '../../operations/resend';
@@ -56,7 +56,8 @@ export function eventCommand(ctx: OperatorContext, args: string[]): Promise<numb
         missing++;
         continue;
       }
-      out(`${event.eventId}  ${event.eventType}  received ${event.receivedAt}  in ${event.queue} (${event.state})`);
+      out(`${event.eventId}  ${event.eventType}  ${event.environment ?? ''}  received ${event.receivedAt}  in ${event.queue} (${event.state})`);
+      if (event.corrected) out('  corrected: its body was replaced by an operator; the platform did not sign it');
       if (event.errors) out(`  quarantined: ${event.errors.join('; ')}`);
       out(formatTable(
         ['TARGET', 'STATE', 'ATTEMPTS', 'DELIVERED AT', 'LAST ERROR'],
@@ -83,12 +84,13 @@ export function quarantineCommand(ctx: OperatorContext, args: string[]): Promise
     const quarantine = createQuarantine(pipeline);
     if (sub === 'list') {
       const items = await quarantine.list(values.limit ? Number(values.limit) : 100);
-      out(formatTable(['ID', 'EVENT TYPE', 'RECEIVED AT', 'BYTES', 'ERRORS'], items.map((q) => [q.id, q.eventType, q.receivedAt, q.bodyBytes, q.errors.join('; ')])));
+      out(formatTable(['ID', 'EVENT TYPE', 'ENVIRONMENT', 'RECEIVED AT', 'REASON', 'BYTES', 'ERRORS'], items.map((q) => [q.id, q.eventType, q.environment, q.receivedAt, q.reason, q.bodyBytes, q.errors.join('; ')])));
       out(`${items.length} quarantined`);
       return 0;
     }
     if (sub === 'replay') {
       if (positionals.length === 0) throw new Error('name the quarantined ids to replay');
+      if (values.body !== undefined && !config.adminAllowCorrections) throw new CorrectionsDisabledError();
       const body = values.body === undefined ? undefined : readFileSync(values.body === '-' ? 0 : values.body, 'utf8');
       const results = await recoveryFor(ctx, pipeline).replayQuarantined(ctx.actor, positionals, body);
       for (const r of results) out(`${r.outcome.padEnd(15)}${r.id}${'errors' in r ? `  ${r.errors.join('; ')}` : ''}`);
