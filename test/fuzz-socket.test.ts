@@ -19,6 +19,7 @@ const SEED = process.env.FUZZ_SEED !== undefined ? Number(process.env.FUZZ_SEED)
 const REFUSALS = new Set([400, 401, 403, 404, 405, 408, 413, 417, 431]);
 
 const platform = new FakePlatform();
+const sandbox = new FakePlatform();
 let live: LiveReceiver;
 let target: TargetServer;
 let workers: RunningWorkers;
@@ -28,6 +29,10 @@ beforeAll(async () => {
   target = await TargetServer.start();
   live = await startLiveReceiver({ PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64 }, (c) => ({
     ...c,
+    platformPublicKeys: [],
+    // Two environments, as a merchant with sandbox and production runs it: every mutant is judged
+    // against both environments' keys.
+    environments: { production: { publicKeys: [platform.keys.publicKeyBase64] }, sandbox: { publicKeys: [sandbox.keys.publicKeyBase64] } },
     // Short server timeouts so requests that never complete are answered 408 within the run.
     http: { headersTimeoutMs: 1000, requestTimeoutMs: 1500, keepAliveTimeoutMs: 300 },
     targets: [targetSchema.parse({ name: 'sink', url: target.url, events: ['*'], backoff: { initialMs: 50, maxMs: 200 } })],

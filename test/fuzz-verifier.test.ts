@@ -4,6 +4,7 @@ import type { SignedRequest } from '../src/signature/options';
 import { createPrecheck, type Precheck } from '../src/signature/precheck';
 import { createVerifier, type Verifier } from '../src/signature/verify';
 import { genuinePool, type Genuine, type Wire } from './support/fuzz-requests';
+import type { VerifierOptions } from '../src/signature/options';
 import { NOW_MS, rsaKeyPair, verifierOptions } from './support/signed-request';
 import { currentMutation, legacyMutation, mutate, type Mutation } from './support/wire-mutations';
 
@@ -20,14 +21,22 @@ const LONG = 180_000; // seconds on a quiet machine; generous for a shared, load
 const platformA = rsaKeyPair();
 const platformB = rsaKeyPair();
 const foreign = rsaKeyPair();
-const trusted = [platformA.publicKey, platformB.publicKey];
+/**
+ * Two environments, as a merchant with sandbox and production configures them: key A signs
+ * production, key B sandbox. Every genuine request must verify to the environment of its key.
+ */
+function twoEnvironments(over: Parameters<typeof verifierOptions>[1] = {}): VerifierOptions {
+  const options = verifierOptions([], over);
+  const [settings] = options.environments;
+  return { ...options, environments: [{ ...settings!, name: 'production', keys: [platformA.publicKey] }, { ...settings!, name: 'sandbox', keys: [platformB.publicKey] }] };
+}
 /** appid configured: a present appid header must be the platform's. */
-const strict = createVerifier(verifierOptions(trusted));
-const strictPrecheck = createPrecheck(verifierOptions(trusted));
+const strict = createVerifier(twoEnvironments());
+const strictPrecheck = createPrecheck(twoEnvironments());
 /** appid not configured: the header is unsigned and free. */
-const open = createVerifier(verifierOptions(trusted, { appId: undefined }));
-const openPrecheck = createPrecheck(verifierOptions(trusted, { appId: undefined }));
-const pool = genuinePool(SEED, POOL_SIZE, [platformA.privateKey, platformB.privateKey], foreign.privateKey);
+const open = createVerifier(twoEnvironments({ appId: undefined }));
+const openPrecheck = createPrecheck(twoEnvironments({ appId: undefined }));
+const pool = genuinePool(SEED, POOL_SIZE, [platformA.privateKey, platformB.privateKey], foreign.privateKey, ['production', 'sandbox']);
 const currentPool = pool.filter((g) => g.scheme === 'current');
 const legacyPool = pool.filter((g) => g.scheme === 'legacy');
 
@@ -103,7 +112,7 @@ describe(`the pure verifier under property-based fuzzing (seed ${SEED})`, () => 
   }, LONG);
 
   it('when a legacy request is verified for another merchant id, then it never verifies', () => {
-    const otherMerchant = createVerifier(verifierOptions(trusted, { merchantId: 'M100024' }));
+    const otherMerchant = createVerifier(twoEnvironments({ merchantId: 'M100024' }));
     for (const g of legacyPool) expect(otherMerchant(asRequest(g.wire))).toMatchObject({ ok: false, reason: 'bad_signature' });
   });
 
@@ -120,6 +129,7 @@ describe(`the pure verifier under property-based fuzzing (seed ${SEED})`, () => 
         if (!result.ok) throw new Error(`an equivalent request was refused: ${result.reason} (${result.detail})`);
         if (openPrecheck(headers, NOW_MS)) throw new Error('the precheck refused an equivalent request');
         if (result.replayKey !== g.replayKey || result.timestamp !== g.timestamp) throw new Error(`replay key ${result.replayKey}, expected ${g.replayKey}`);
+        if (result.environment !== g.environment) throw new Error(`environment ${result.environment}, expected ${g.environment}`);
       }),
       params(RUNS.currentEquivalents),
     );
@@ -137,6 +147,7 @@ describe(`the pure verifier under property-based fuzzing (seed ${SEED})`, () => 
         if (!result.ok) throw new Error(`an equivalent request was refused: ${result.reason} (${result.detail})`);
         if (strictPrecheck(headers, NOW_MS)) throw new Error('the precheck refused an equivalent request');
         if (result.replayKey !== g.replayKey || result.timestamp !== g.timestamp) throw new Error(`replay key ${result.replayKey}, expected ${g.replayKey}`);
+        if (result.environment !== g.environment) throw new Error(`environment ${result.environment}, expected ${g.environment}`);
       }),
       params(RUNS.legacyEquivalents),
     );

@@ -24,6 +24,8 @@ export interface Genuine {
   timestamp: number;
   /** The Base64 signature (not URL-encoded). */
   signature: string;
+  /** The environment of the key that signed it (`environments[key]`), when the pool was given names. */
+  environment?: string;
 }
 
 export const TOLERANCE_MS = 300_000;
@@ -89,7 +91,7 @@ export function legacyReplayKeyOf(base64: string): string {
  * Genuine requests, signed once each (an RSA signature costs milliseconds; 100,000 of them would not
  * fit in a test run). The pool is drawn from the run's seed, so FUZZ_SEED replays it too.
  */
-export function genuinePool(seed: number, size: number, signingKeys: readonly KeyObject[], foreignKey: KeyObject): Genuine[] {
+export function genuinePool(seed: number, size: number, signingKeys: readonly KeyObject[], foreignKey: KeyObject, environments: readonly string[] = []): Genuine[] {
   const current = fc.record({ key: fc.nat(signingKeys.length - 1), target, offset, nonce, body: currentBody });
   const legacy = fc.record({ key: fc.nat(signingKeys.length - 1), target, offset }).chain((r) => legacyBodyArb(NOW_MS + r.offset).map((body) => ({ ...r, body })));
   const pool: Genuine[] = [];
@@ -97,13 +99,13 @@ export function genuinePool(seed: number, size: number, signingKeys: readonly Ke
     const timestamp = NOW_MS + c.offset;
     const signed = currentWire('POST', c.target, timestamp, c.nonce, c.body, signingKeys[c.key]!, 'platform-app');
     const foreign = currentWire('POST', c.target, timestamp, c.nonce, c.body, foreignKey, 'platform-app');
-    pool.push({ scheme: 'current', wire: signed.wire, foreign: foreign.wire, replayKey: c.nonce, timestamp, signature: signed.signature });
+    pool.push({ scheme: 'current', wire: signed.wire, foreign: foreign.wire, replayKey: c.nonce, timestamp, signature: signed.signature, environment: environments[c.key] });
   }
   for (const l of fc.sample(legacy, { seed: seed + 1, numRuns: size })) {
     const timestamp = NOW_MS + l.offset;
     const signed = legacyWire(l.target, timestamp, l.body, signingKeys[l.key]!);
     const foreign = legacyWire(l.target, timestamp, l.body, foreignKey);
-    pool.push({ scheme: 'legacy', wire: signed.wire, foreign: foreign.wire, replayKey: legacyReplayKeyOf(signed.signature), timestamp, signature: signed.signature });
+    pool.push({ scheme: 'legacy', wire: signed.wire, foreign: foreign.wire, replayKey: legacyReplayKeyOf(signed.signature), timestamp, signature: signed.signature, environment: environments[l.key] });
   }
   return pool;
 }
