@@ -11,6 +11,7 @@ import { FakePlatform } from './support/platform';
 import { tempDir } from './support/temp-dir';
 
 const platform = new FakePlatform();
+const other = new FakePlatform();
 
 function writeConfig(config: object): string {
   const file = path.join(tempDir('check'), 'config.yaml');
@@ -48,7 +49,18 @@ describe('config check', () => {
     // The suite's Redis keeps nothing on disk (and does not evict):
     expect(out).toContain(`Redis at ${testRedisUrl()} has no persistence (appendonly no, no save points)`);
     expect(out).not.toContain('maxmemory-policy');
-    expect(out).toMatch(/^4 warnings:$/m);
+    expect(out).toContain('environment production has neither an accept rule nor a secret CALLBACK_BASE_PATH');
+    expect(out).toMatch(/^5 warnings:$/m);
+  });
+
+  it('when production has an accept rule or a secret callback path, then it does not warn about other merchants\' notifications', async () => {
+    const warned = (out: string) => out.includes('has neither an accept rule nor a secret CALLBACK_BASE_PATH');
+    const env = { CONFIG_FILE: writeConfig({ environments: { production: { publicKeys: [platform.keys.publicKeyBase64], accept: { 'data.merchant_no': 'M100023' } }, sandbox: { publicKeys: [other.keys.publicKeyBase64] } } }), REDIS_URL: testRedisUrl() };
+    expect(warned((await cli(env, 'config', 'check')).out)).toBe(false);
+    const secretPath = { PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64, CALLBACK_BASE_PATH: '/hooks/k7Q2x9Lm4Rt8Vw3Z', REDIS_URL: testRedisUrl() };
+    expect(warned((await cli(secretPath, 'config', 'check')).out)).toBe(false);
+    const guessable = { PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64, CALLBACK_BASE_PATH: '/hooks/platform', REDIS_URL: testRedisUrl() };
+    expect(warned((await cli(guessable, 'config', 'check')).out)).toBe(true);
   });
 
   it('when Redis snapshots but has no AOF and evicts, then it says both, its password masked', async () => {

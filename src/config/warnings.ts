@@ -1,6 +1,21 @@
 import { EVENT_TYPES } from '../events/table';
 import { subscribes } from '../forwarding/target-schema';
+import { environmentsOf } from './environments';
 import type { Config } from './schema';
+
+/**
+ * A notify path no other merchant can guess: a segment of at least 16 characters mixing letters and
+ * digits. The current scheme signs the path, so another merchant's notification, signed for its own
+ * callback path, does not verify on ours.
+ */
+export function hasSecretBasePath(basePath: string): boolean {
+  return basePath.split('/').some((segment) => segment.length >= 16 && /[A-Za-z]/.test(segment) && /\d/.test(segment));
+}
+
+/** An environment whose name says production (production, eu-production, prod-eu …). */
+function isProduction(name: string): boolean {
+  return /prod/.test(name);
+}
 
 /** Settings that are valid but probably not what a production deployment wants. */
 export function configWarnings(config: Config): string[] {
@@ -13,6 +28,12 @@ export function configWarnings(config: Config): string[] {
   }
   for (const t of config.targets) {
     if (new URL(t.url).protocol === 'http:') warnings.push(`target ${t.name} uses http:// (${t.url}): events and their headers cross the network unencrypted; use https:// unless it stays on this host`);
+  }
+  if (config.role !== 'worker' && !hasSecretBasePath(config.callbackBasePath)) {
+    for (const env of environmentsOf(config)) {
+      if (!isProduction(env.name) || env.accept) continue;
+      warnings.push(`environment ${env.name} has neither an accept rule nor a secret CALLBACK_BASE_PATH (a segment of 16+ random letters and digits): the platform's key signs every merchant's notifications, so another merchant's genuine ones verify here too (docs/security.md, "Whose notification it is")`);
+    }
   }
   if (config.signatureSchemes.includes('legacy')) {
     warnings.push('the legacy v1.2 signature scheme is on: its signature covers neither the path nor a nonce; turn it off (SIGNATURE_SCHEMES=current) once the platform sends only the current scheme');
