@@ -12,7 +12,7 @@ import { createLogger } from '../src/logging/logger';
 import { eventIdFor } from '../src/pipeline/ids';
 import { generateTestKeyPair } from '../src/signing/keypair';
 import { randomNonce, signCurrent, signLegacy } from '../src/signing/sign';
-import { ADMIN_TEST_TOKEN } from './support/forwarding-harness';
+import { ADMIN_TEST_TOKEN, waitUntil } from './support/forwarding-harness';
 import { buildHarness, LogCapture, type Harness } from './support/harness';
 import { counterValue } from './support/metric-value';
 import { postRaw } from './support/post-raw';
@@ -87,6 +87,7 @@ describe('platform environments', () => {
       targets: [
         { name: 'ledger', url: prodErp.url, events: ['payment.result'], environments: ['production'], ...quick },
         { name: 'sandbox-ledger', url: sandboxErp.url, events: ['payment.result'], environments: ['sandbox'], ...quick },
+        { name: 'fx-desk', url: prodErp.url, events: ['fx.result'], environments: ['production'], ...quick },
       ],
     });
   });
@@ -157,6 +158,17 @@ describe('platform environments', () => {
     const before = await counterValue(s.h.metrics.notifications, { event_type: 'payment.result', outcome: 'duplicate', environment: 'production' });
     await s.send(signed(production.privateKeyPem, 'payment.result', body, { 'x-merch-id': 'SUB-42' })).expect(200);
     expect(await counterValue(s.h.metrics.notifications, { event_type: 'payment.result', outcome: 'duplicate', environment: 'production' })).toBe(before + 1);
+  });
+
+  it('when no target takes a sandbox event, then it is forwarded nowhere, kept and counted like an unrouted event', async () => {
+    const n = signed(sandbox.privateKeyPem, 'fx.result', JSON.stringify({ type: 'FX', data: { request_id: 'ENV-FX-SANDBOX' } }));
+    await s.send(n).expect(200);
+    const id = eventIdFor('fx.result', 'sandbox', n.body);
+    await waitUntil(async () => (await s.h.pipeline.eventQueue('fx.result').getJob(id))?.failedReason !== undefined, 10_000, 'the event kept as failed');
+    const job = await s.h.pipeline.eventQueue('fx.result').getJob(id);
+    expect(job!.failedReason).toMatch(/no target subscribed to fx\.result takes the sandbox environment/);
+    expect(await counterValue(s.h.metrics.unrouted, { event_type: 'fx.result' })).toBe(1);
+    expect(prodErp.requests.some((r) => r.headers['webhook-id'] === id)).toBe(false);
   });
 
   it('when a key signed neither environment, then it is refused as before', async () => {

@@ -7,6 +7,7 @@ import type { Pipeline } from '../pipeline/pipeline';
 import type { WorkerDeps } from './delivery-worker';
 import type { RoutedFanoutResult } from './fanout-result';
 import { routeEvent } from './routing';
+import { subscribes } from './target-schema';
 
 export interface FanoutDeps extends WorkerDeps {
   pipeline: Pipeline;
@@ -28,7 +29,12 @@ export function createFanoutWorker(eventType: EventType, deps: FanoutDeps): Work
     const { deliver, filtered } = routeEvent(pipeline.targets(), job.data);
     if (deliver.length === 0 && filtered.length === 0) {
       deps.metrics.unrouted.labels(eventType).inc();
-      deps.logger.warn('event kept: no target subscribes to its type', { eventId: job.data.eventId, eventType });
+      const { eventId, environment } = job.data;
+      if (pipeline.targets().some((t) => subscribes(t, eventType))) {
+        deps.logger.warn('event kept: no target takes its environment', { eventId, eventType, environment });
+        throw new UnrecoverableError(`no target subscribed to ${eventType} takes the ${environment} environment; the event is kept here, retry it once one does`);
+      }
+      deps.logger.warn('event kept: no target subscribes to its type', { eventId, eventType });
       throw new UnrecoverableError(`no target subscribes to ${eventType}; the event is kept here, retry it once one does`);
     }
     await pipeline.addDeliveries(job.data, deliver);

@@ -13,6 +13,8 @@ export const WEBHOOK_PARAMETERS = {
     schema: { type: 'string', pattern: '^v1,[A-Za-z0-9+/=]+( v1,[A-Za-z0-9+/=]+)*$' },
   },
   forwardedMerchId: { name: 'x-merch-id', in: 'header', required: false, description: 'The notification\'s `X-Merch-Id`, when it carried one.', schema: { type: 'string' } },
+  environment: { name: 'x-webhook-environment', in: 'header', required: true, description: 'The platform environment whose key verified the notification (`production`, `sandbox`, … as configured). A target takes only the environments it names.', schema: { type: 'string' } },
+  corrected: { name: 'x-webhook-corrected', in: 'header', required: false, description: '`true` when an operator replayed the notification with a corrected body: the platform did not sign these bytes.', schema: { type: 'string', const: 'true' } },
 } as const;
 
 function webhook(e: EventDefinition): Record<string, unknown> {
@@ -30,11 +32,13 @@ function webhook(e: EventDefinition): Record<string, unknown> {
           'application/json': {
             schema: {
               type: 'object',
-              required: ['id', 'type', 'timestamp', 'data'],
+              required: ['id', 'type', 'timestamp', 'environment', 'data'],
               properties: {
                 id: { type: 'string', description: 'The event id (equals `webhook-id`).' },
                 type: { type: 'string', const: e.type },
                 timestamp: { type: 'string', format: 'date-time', description: 'When the service received the notification.' },
+                environment: { type: 'string', description: 'The platform environment whose key verified the notification (equals `x-webhook-environment`).' },
+                corrected: { type: 'boolean', const: true, description: 'Present when an operator replayed the notification with a corrected body: `data` is not what the platform signed.' },
                 data: { ...jsonSchemaOf(e.schema), description: 'The platform\'s body, byte for byte as received.' },
               },
             },
