@@ -65,7 +65,7 @@ function metricsTable(): { file: string; names: Set<string>; prefixes: string[] 
   const names = new Set<string>();
   const prefixes: string[] = [];
   for (const row of rows) {
-    for (const [, name] of row.split('|')[1].matchAll(/`([a-z_*]+)`/g)) {
+    for (const [, name = ''] of (row.split('|')[1] ?? '').matchAll(/`([a-z_*]+)`/g)) {
       if (name.endsWith('*')) prefixes.push(name.slice(0, -1));
       else names.add(name);
     }
@@ -75,7 +75,7 @@ function metricsTable(): { file: string; names: Set<string>; prefixes: string[] 
 
 describe('the metrics table', () => {
   it('lists every series a live service exports, and exports every series it lists', () => {
-    const exported = [...scrape.matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]);
+    const exported = [...scrape.matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1] ?? '');
     const { file, names, prefixes } = metricsTable();
     const missing = exported.filter((n) => !names.has(n) && !prefixes.some((p) => n.startsWith(p)));
     expect({ file, missing }).toEqual({ file, missing: [] });
