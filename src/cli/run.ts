@@ -150,7 +150,7 @@ async function sendCommand(args: string[], io: CliIo): Promise<number> {
       times: Number(values.times),
     });
     for (const r of results) {
-      io.out(`${r.type.padEnd(26)} ${r.status} ${r.body}`);
+      io.out(`${r.type.padEnd(26)} ${r.status} ${r.body}  event ${r.eventId}${r.requestId ? `  request_id ${r.requestId}` : ''}`);
       if (r.status !== 200) failed = true;
     }
   }
