@@ -25,6 +25,24 @@ describe('one-off Redis connections leave nothing behind', () => {
     expect(ended - workDone).toBeLessThan(1000);
   });
 
+  it("a CLI-style connection of the service's connector to a Redis that is down exits within a second of giving up", () => {
+    const script = `
+      const { createRedisConnector } = require('./src/redis/connect');
+      const { loadConfig } = require('./src/config/load');
+      (async () => {
+        const config = loadConfig({ REDIS_URL: 'redis://127.0.0.1:9', ROLE: 'worker' });
+        const redis = createRedisConnector(config).open('operator');
+        redis.on('error', () => undefined);
+        await redis.ping().then(() => { throw new Error('port 9 answered'); }, () => undefined);
+        redis.disconnect();
+        process.stdout.write(String(Date.now()));
+      })();`;
+    const run = spawnSync(process.execPath, ['-r', 'ts-node/register', '-e', script], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, TS_NODE_SWC: 'true' } });
+    const ended = Date.now();
+    expect({ status: run.status, stderr: run.stderr }).toEqual({ status: 0, stderr: '' });
+    expect(ended - Number(run.stdout)).toBeLessThan(1000);
+  });
+
   it('still reaches a running Redis', async () => {
     const server = await RedisServer.start();
     try {
