@@ -54,6 +54,13 @@ describe('promtool check metrics on a live scrape', () => {
     const run = spawnSync(PROMTOOL, ['check', 'metrics'], { input: scrape, encoding: 'utf8' });
     expect({ status: run.status, output: `${run.stdout}${run.stderr}`.trim() }).toEqual({ status: 0, output: '' });
   });
+
+  it('and promtool check rules accepts the example alert rules (config/alerts.yml)', () => {
+    if (!existsSync(PROMTOOL)) throw new Error(`no promtool at ${PROMTOOL}: apt-get install prometheus (bash .ci/run does), or set PROMTOOL_PATH`);
+    const run = spawnSync(PROMTOOL, ['check', 'rules', path.join(ROOT, 'config/alerts.yml')], { encoding: 'utf8' });
+    expect({ status: run.status, output: run.status === 0 ? '' : `${run.stdout}${run.stderr}` }).toEqual({ status: 0, output: '' });
+    expect(run.stdout).toMatch(/SUCCESS: \d+ rules found/);
+  });
 });
 
 /** The file of README.md and docs/*.md whose table lists the series, and the series it names. */
