@@ -4,6 +4,8 @@ import path from 'node:path';
 import request from 'supertest';
 import { stringify } from 'yaml';
 import { runCli } from '../src/cli/run';
+import { deliveryStory } from '../src/forwarding/delivery-story';
+import type { DeliveryJob } from '../src/pipeline/jobs';
 import { ADMIN_TEST_TOKEN, buildForwarding, waitUntil, type ForwardingHarness } from './support/forwarding-harness';
 import { FakePlatform } from './support/platform';
 import { TargetServer } from './support/target-server';
@@ -106,5 +108,36 @@ describe("an event's delivery story", () => {
         ['3', 'series 3: resend', expect.stringMatching(/^cli:/)],
         ['3.1', 'delivered', ''],
       ]);
+  });
+});
+
+describe('deliveryStory, from a job and its log', () => {
+  const data = { eventId: 'evt_1', eventType: 'payment.result', receivedAt: '2026-11-26T05:00:00.000Z', target: 'erp' } as unknown as DeliveryJob;
+  const failure = (attempt: number) => JSON.stringify({ at: `2026-11-26T05:00:0${attempt}.000Z`, attempt, target: 'erp', error: 'HTTP 503', status: 503, errorClass: 'http_status' });
+
+  it('a delivery a resend added (no job before) starts with the resend, not the receipt', () => {
+    const job = { data: { ...data, firstSeries: { series: 'resend' as const, by: 'token', at: '2026-11-26T06:00:00.000Z' } }, returnvalue: { status: 200, latencyMs: 3 }, finishedOn: Date.parse('2026-11-26T06:00:01.000Z'), attemptsMade: 2 };
+    const story = deliveryStory(job, 'completed', [failure(1)]);
+    expect(story).toEqual([
+      {
+        n: 1,
+        trigger: 'resend',
+        by: 'token',
+        at: '2026-11-26T06:00:00.000Z',
+        attempts: [
+          expect.objectContaining({ series: 1, attempt: 1, outcome: 'failed', status: 503 }),
+          { series: 1, attempt: 2, outcome: 'delivered', status: 200, latencyMs: 3, at: '2026-11-26T06:00:01.000Z', target: 'erp' },
+        ],
+      },
+    ]);
+  });
+
+  it('a job still failing after a replay shows the replay series with no delivered attempt; lines not ours are skipped', () => {
+    const mark = JSON.stringify({ series: 'replay', by: 'basic:ops', at: '2026-11-26T05:10:00.000Z' });
+    const story = deliveryStory({ data, returnvalue: null, finishedOn: undefined, attemptsMade: 1 }, 'failed', [failure(1), failure(2), 'not json', mark, failure(1)]);
+    expect(story.map((s) => [s.n, s.trigger, s.by, s.attempts.map((a) => `${a.attempt}:${a.outcome}`)])).toEqual([
+      [1, 'received', 'platform', ['1:failed', '2:failed']],
+      [2, 'replay', 'basic:ops', ['1:failed']],
+    ]);
   });
 });
