@@ -54,8 +54,11 @@ describe('the merchant test tool against a running receiver', () => {
     const { code, lines } = await cli('send', 'all', '--url', url(), '--key', key());
     expect(code).toBe(0);
     expect(lines).toHaveLength(7);
-    for (const line of lines) expect(line).toMatch(/ 200 \{"ret_code":"000000","ret_msg":"Success"\}$/);
-    expect(logs.lines.filter((l) => l.outcome === 'accepted')).toHaveLength(7);
+    for (const line of lines) expect(line).toMatch(/ 200 \{"ret_code":"000000","ret_msg":"Success"\}  event evt_[0-9a-f]{40}  request_id REQ\w+$/);
+    const accepted = logs.lines.filter((l) => l.outcome === 'accepted');
+    expect(accepted).toHaveLength(7);
+    // The event id printed is the one the receiver gave each notification.
+    expect(lines.map((l) => / event (evt_\w+)/.exec(l)?.[1]).sort()).toEqual(accepted.map((l) => l.eventId).sort());
   });
 
   it('send --times 2: the second identical request is a replay', async () => {

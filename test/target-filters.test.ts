@@ -84,8 +84,8 @@ describe('filter validation', () => {
     expect(problems[0]!.startsWith(message)).toBe(true);
   });
 
-  it('the targets in the README\'s examples load, and route as the README says', () => {
-    const readme = readFileSync(path.join(__dirname, '..', 'README.md'), 'utf8');
+  it('the targets in the forwarding guide\'s examples load, and route as it says', () => {
+    const readme = readFileSync(path.join(__dirname, '..', 'docs', 'forwarding.md'), 'utf8');
     const blocks = [...readme.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => parseYaml(m[1]!) as { targets?: unknown[] }).filter((b) => JSON.stringify(b?.targets ?? []).includes('filter'));
     expect(blocks).toHaveLength(3);
     const [subMerchants, currencies] = blocks.slice(1).map((b) => b.targets!.map((t) => targetSchema.parse(t)));

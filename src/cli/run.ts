@@ -24,6 +24,7 @@ test notifications:
       --app-id ID                    send <prefix>-appid
       --merchant-id ID               merchant id signed by the legacy scheme
       --sub-merchant ID              send X-Merch-Id
+      --environment NAME             the receiver's environment of the signing key, for the event id printed (default production)
       --times N                      send the identical request N times (default 1)
 
 configuration:
@@ -131,6 +132,7 @@ async function sendCommand(args: string[], io: CliIo): Promise<number> {
       'app-id': { type: 'string' },
       'merchant-id': { type: 'string' },
       'sub-merchant': { type: 'string' },
+      environment: { type: 'string', default: 'production' },
       times: { type: 'string', default: '1' },
     },
   });
@@ -147,10 +149,11 @@ async function sendCommand(args: string[], io: CliIo): Promise<number> {
       appId: values['app-id'],
       merchantId: values['merchant-id'],
       subMerchantId: values['sub-merchant'],
+      environment: values.environment,
       times: Number(values.times),
     });
     for (const r of results) {
-      io.out(`${r.type.padEnd(26)} ${r.status} ${r.body}`);
+      io.out(`${r.type.padEnd(26)} ${r.status} ${r.body}  event ${r.eventId}${r.requestId ? `  request_id ${r.requestId}` : ''}`);
       if (r.status !== 200) failed = true;
     }
   }

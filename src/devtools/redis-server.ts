@@ -24,11 +24,20 @@ export function isPortFree(port: number): Promise<boolean> {
 }
 
 /**
+ * For one-off connections: ioredis's disconnect() ends the socket and arms a timer (2 s by default)
+ * that is cleared only by the socket's next 'close'; a socket that had already closed (a refused
+ * connection, a killed node) never closes again, so the timer kept the process alive for 2 s after
+ * its work was done (jest: "did not exit one second after the test run has completed"). A one-off
+ * connection has nothing left to flush when it is dropped.
+ */
+const ONE_OFF = { disconnectTimeout: 0 } as const;
+
+/**
  * Runs `use` on a one-off connection to the node at 127.0.0.1:`port`, then drops it. The connection
  * never retries and a command gives up after a second, so asking a killed or frozen node fails fast.
  */
 export async function withNode<T>(port: number, use: (client: Redis) => Promise<T>): Promise<T> {
-  const client = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1000, commandTimeout: 1000 });
+  const client = new Redis(port, '127.0.0.1', { ...ONE_OFF, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1000, commandTimeout: 1000 });
   client.on('error', () => undefined);
   try {
     return await use(client);
@@ -38,7 +47,7 @@ export async function withNode<T>(port: number, use: (client: Redis) => Promise<
 }
 
 export async function isRedisReachable(url: string): Promise<boolean> {
-  const client = new Redis(url, { lazyConnect: true, connectTimeout: 1000, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  const client = new Redis(url, { ...ONE_OFF, lazyConnect: true, connectTimeout: 1000, maxRetriesPerRequest: 0, retryStrategy: () => null });
   client.on('error', () => undefined);
   try {
     await client.connect();

@@ -50,11 +50,21 @@ export interface TargetSeries {
 }
 
 /**
+ * prom-client's default gauges named like counters: Prometheus's own checker (`promtool check
+ * metrics`) refuses a gauge ending in `_total`. Each is the sum of a gauge kept beside it
+ * (`nodejs_active_handles` by `type`, …), so nothing is lost without them.
+ */
+const DEFAULT_GAUGES_NAMED_LIKE_COUNTERS = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
+
+/**
  * The receiver's Prometheus series. Label values come from the event table and fixed enums, never
  * from request data, so a caller cannot grow the series count.
  */
 export function createMetrics(registry = new Registry(), withDefaults = true) {
-  if (withDefaults) collectDefaultMetrics({ register: registry });
+  if (withDefaults) {
+    collectDefaultMetrics({ register: registry });
+    for (const name of DEFAULT_GAUGES_NAMED_LIKE_COUNTERS) registry.removeSingleMetric(name);
+  }
   const notifications = new Counter({
     name: 'webhook_notifications_total',
     help: 'Notifications received, by event type, outcome, rejection or quarantine reason, and platform environment',

@@ -93,6 +93,8 @@ function notifyOperation(e: EventDefinition, parameterNames: string[]): Record<s
     summary: `Receive the platform's ${e.type} notification`,
     description: `Verified over the raw bytes, de-duplicated and durably queued as \`${e.type}\` before the 200 answer.`,
     tags: ['notifications'],
+    // Either scheme's signature (the legacy one only when SIGNATURE_SCHEMES includes it).
+    security: [{ platformSignature: [] }, { legacySignature: [] }],
     parameters: parameterNames.map((name) => ({ $ref: `#/components/parameters/${name}` })),
     requestBody: { required: true, content: { 'application/json': { schema: jsonSchemaOf(e.schema) } } },
     // One set of answers shared by the seven operations, in components.responses.

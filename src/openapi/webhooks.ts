@@ -25,6 +25,8 @@ function webhook(e: EventDefinition): Record<string, unknown> {
       description:
         'Sent to every target subscribed to this type. A `passthrough` target instead receives the platform\'s original body and signature headers, with `webhook-id` and `x-forwarded-uri`.',
       tags: ['forwarded events'],
+      // Signed when the target has a secret; a target without one gets unsigned requests.
+      security: [{ webhookSignature: [] }, {}],
       parameters: Object.keys(WEBHOOK_PARAMETERS).map((name) => ({ $ref: `#/components/parameters/${name}` })),
       requestBody: {
         required: true,

@@ -1,4 +1,5 @@
 import type { Job } from 'bullmq';
+import { markSeriesStart } from '../forwarding/delivery-story';
 import type { EventType } from '../events/table';
 import type { DeliveryFailure, DeliveryJob } from '../pipeline/jobs';
 import type { Pipeline } from '../pipeline/pipeline';
@@ -59,8 +60,11 @@ export function createDeadLetters(pipeline: Pick<Pipeline, 'deliveryQueue' | 'de
     return out;
   }
 
-  /** Replays the named dead letters; returns the ids replayed and those not found (or no longer failed). */
-  async function replay(ids: readonly string[]): Promise<{ replayed: string[]; notFound: string[] }> {
+  /**
+   * Replays the named dead letters; returns the ids replayed and those not found (or no longer failed).
+   * `by`, the operator, marks the new attempt series in each delivery's story.
+   */
+  async function replay(ids: readonly string[], by = 'operator'): Promise<{ replayed: string[]; notFound: string[] }> {
     const replayed: string[] = [];
     const notFound: string[] = [];
     for (const id of ids) {
@@ -71,6 +75,7 @@ export function createDeadLetters(pipeline: Pick<Pipeline, 'deliveryQueue' | 'de
         notFound.push(id);
         continue;
       }
+      await markSeriesStart(job, 'replay', by);
       await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
       replayed.push(id);
     }
@@ -78,9 +83,9 @@ export function createDeadLetters(pipeline: Pick<Pipeline, 'deliveryQueue' | 'de
   }
 
   /** Replays every dead letter matching the filter (all of them when it is empty). */
-  async function replayMatching(filter: Omit<DeadLetterFilter, 'limit'>): Promise<{ replayed: string[]; notFound: string[] }> {
+  async function replayMatching(filter: Omit<DeadLetterFilter, 'limit'>, by = 'operator'): Promise<{ replayed: string[]; notFound: string[] }> {
     const matching = await list({ ...filter, limit: Number.MAX_SAFE_INTEGER });
-    return replay(matching.map((d) => d.id));
+    return replay(matching.map((d) => d.id), by);
   }
 
   /**

@@ -1,5 +1,6 @@
 import { filteredTargetsOf } from '../forwarding/fanout-result';
-import type { DeliveryFailure, DeliveryResult } from '../pipeline/jobs';
+import { deliveryStory, type AttemptView, type SeriesView } from '../forwarding/delivery-story';
+import type { DeliveryFailure } from '../pipeline/jobs';
 import { eventDefinition } from '../events/table';
 import type { FoundEvent, Pipeline } from '../pipeline/pipeline';
 import { parsePayload } from '../receiving/parse-payload';
@@ -13,13 +14,15 @@ export interface DeliveryView {
   deliveredAt?: string;
   result?: unknown;
   failedReason?: string;
-  /** Every failed attempt, oldest first. */
+  /** Every failed attempt, oldest first, of every series. */
   failedAttempts: DeliveryFailure[];
-  /** Every attempt, oldest first: the failed ones, then the one that delivered. */
+  /** Every attempt of every series, oldest first, each with its series' number. */
   attempts: AttemptView[];
+  /** The attempt series, oldest first: the first started by the receipt (or by the resend that added the delivery), each later one by a replay or resend, with who and when. */
+  series: SeriesView[];
 }
 
-export type AttemptView = (DeliveryFailure & { outcome: 'failed' }) | (DeliveryResult & { outcome: 'delivered'; at: string; attempt: number; target: string });
+export type { AttemptView, SeriesView };
 
 export interface EventView {
   eventId: string;
@@ -45,11 +48,9 @@ async function deliveryView(target: string, queue: DeliveryQueue, eventId: strin
   const job = await queue.getJob(eventId);
   if (!job) return undefined;
   const [state, logs] = await Promise.all([job.getState(), queue.getJobLogs(eventId)]);
-  const failedAttempts = logs.logs.map((l) => JSON.parse(l) as DeliveryFailure);
-  const attempts: AttemptView[] = failedAttempts.map((f) => ({ ...f, outcome: 'failed' as const }));
-  if (state === 'completed' && job.returnvalue && job.finishedOn) {
-    attempts.push({ ...job.returnvalue, outcome: 'delivered', at: new Date(job.finishedOn).toISOString(), attempt: job.attemptsMade, target });
-  }
+  const series = deliveryStory(job, state, logs.logs);
+  const attempts = series.flatMap((s) => s.attempts);
+  const failedAttempts = attempts.filter((a): a is Extract<AttemptView, { outcome: 'failed' }> => a.outcome === 'failed').map(({ outcome: _o, series: _s, ...f }) => f);
   return {
     target,
     state,
@@ -59,11 +60,12 @@ async function deliveryView(target: string, queue: DeliveryQueue, eventId: strin
     failedReason: job.failedReason || undefined,
     failedAttempts,
     attempts,
+    series,
   };
 }
 
 function filteredView(target: string): DeliveryView {
-  return { target, state: 'filtered', attemptsMade: 0, failedAttempts: [], attempts: [] };
+  return { target, state: 'filtered', attemptsMade: 0, failedAttempts: [], attempts: [], series: [] };
 }
 
 /**

@@ -17,7 +17,7 @@ export function createRecovery(deps: { deadLetters: DeadLetters; quarantine: Qua
   const { deadLetters, quarantine, targets, blockedKeys, resender, logger } = deps;
   return {
     async replayDeadLetters(actor: Actor, selection: DeadLetterSelection) {
-      const result = 'ids' in selection ? await deadLetters.replay(selection.ids) : await deadLetters.replayMatching(selection);
+      const result = 'ids' in selection ? await deadLetters.replay(selection.ids, actor.principal) : await deadLetters.replayMatching(selection, actor.principal);
       const filter = 'ids' in selection ? undefined : selection;
       writeAudit(logger, actor, 'dead-letters.replay', {
         items: result.replayed,
@@ -68,7 +68,7 @@ export function createRecovery(deps: { deadLetters: DeadLetters; quarantine: Qua
     /** A refused resend (unknown id, body gone) is audited too: someone asked for it. */
     async resendEvent(actor: Actor, eventId: string, target?: string) {
       try {
-        const result = await resender.resend(eventId, target);
+        const result = await resender.resend(eventId, target, actor.principal);
         writeAudit(logger, actor, 'event.resend', { items: [eventId], target, targets: result.targets });
         return result;
       } catch (err) {

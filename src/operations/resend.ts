@@ -1,4 +1,5 @@
 import { takesEnvironment } from '../config/environments';
+import { markSeriesStart } from '../forwarding/delivery-story';
 import { routeEvent } from '../forwarding/routing';
 import { subscribes, type Target } from '../forwarding/target-schema';
 import { deliveryJobOptions } from '../pipeline/job-options';
@@ -72,22 +73,26 @@ export function createResender(pipeline: Pipeline) {
     return { known: await pipeline.isKnown(eventId) };
   }
 
-  async function resendTo(target: Target, body: Omit<DeliveryJob, 'target' | 'lastFailure'>): Promise<ResendOutcome> {
+  async function resendTo(target: Target, body: Omit<DeliveryJob, 'target' | 'lastFailure'>, by: string): Promise<ResendOutcome> {
     const queue = pipeline.deliveryQueue(target.name);
     if (!queue) throw new UnknownTargetError(target.name);
     const existing = await queue.getJob(body.eventId);
     if (existing) {
       const state = await existing.getState();
       if (state !== 'completed' && state !== 'failed') return 'in_progress';
+      await markSeriesStart(existing, 'resend', by);
       await existing.retry(state, { resetAttemptsMade: true, resetAttemptsStarted: true });
       return 'resent';
     }
-    await queue.add(body.eventType, { ...body, target: target.name }, deliveryJobOptions(body.eventId, target, pipeline.options.retention));
+    const { firstSeries: _other, ...event } = body;
+    const firstSeries = { series: 'resend' as const, by, at: new Date().toISOString() };
+    await queue.add(body.eventType, { ...event, target: target.name, firstSeries }, deliveryJobOptions(body.eventId, target, pipeline.options.retention));
     return 'resent';
   }
 
   return {
-    async resend(eventId: string, only?: string): Promise<ResendResult> {
+    /** `by`: the operator, for the new series' mark in each delivery's story. */
+    async resend(eventId: string, only?: string, by = 'operator'): Promise<ResendResult> {
       const configured = pipeline.targets();
       if (only !== undefined && !configured.some((t) => t.name === only)) throw new UnknownTargetError(only);
       const { body, known } = await findBody(eventId);
@@ -102,7 +107,7 @@ export function createResender(pipeline: Pipeline) {
       const payload: unknown = JSON.parse(decodeRawBody(body).toString('utf8'));
       const { deliver, filtered } = routeEvent(candidates, { ...body, payload });
       const targets: ResendResult['targets'] = [];
-      for (const target of deliver) targets.push({ target: target.name, outcome: await resendTo(target, body) });
+      for (const target of deliver) targets.push({ target: target.name, outcome: await resendTo(target, body, by) });
       for (const target of filtered) targets.push({ target: target.name, outcome: 'filtered' });
       return { eventId, targets };
     },

@@ -1,4 +1,5 @@
 import { isUtf8 } from 'node:buffer';
+import type { SeriesStart } from '../forwarding/delivery-story';
 import type { EventPayloadMap, EventType } from '../events/table';
 import type { ErrorClass } from '../forwarding/failure';
 import type { SignatureScheme } from '../signature/result';
@@ -72,6 +73,8 @@ export type DeliveryJob = Pick<
   orderKey?: string;
   /** Set when the delivery is dead-lettered: what the last attempt saw. */
   lastFailure?: DeliveryFailure;
+  /** Set on a delivery a resend added (none existed): who started its first attempt series, and when. */
+  firstSeries?: SeriesStart;
 };
 
 /**

@@ -61,14 +61,19 @@ export function eventCommand(ctx: OperatorContext, args: string[]): Promise<numb
       if (event.errors) out(`  quarantined: ${event.errors.join('; ')}`);
       out(formatTable(
         ['TARGET', 'STATE', 'ATTEMPTS', 'DELIVERED AT', 'LAST ERROR'],
-        event.deliveries.map((d) => [d.target, d.state, d.attemptsMade, d.deliveredAt, d.failedAttempts.at(-1)?.error]),
+        // The last error of the current series: one a replay or resend has since put right is in the story below.
+        event.deliveries.map((d) => [d.target, d.state, d.attemptsMade, d.deliveredAt, d.series.at(-1)?.attempts.filter((a) => a.outcome === 'failed').at(-1)?.error]),
       ));
       const attempts = event.deliveries.flatMap((d) => d.attempts);
       if (attempts.length) {
-        out(formatTable(
-          ['TARGET', '#', 'AT', 'OUTCOME', 'STATUS', 'CLASS', 'LATENCY', 'ANSWER'],
-          attempts.map((a) => [a.target, a.attempt, a.at, a.outcome, a.status, 'errorClass' in a ? a.errorClass : '', a.latencyMs === undefined ? '' : `${a.latencyMs} ms`, 'responseExcerpt' in a ? a.responseExcerpt?.replace(/\s+/g, ' ').slice(0, 60) : '']),
-        ));
+        // One row per series start (what started it, who, when), then its attempts, numbered within it.
+        const rows = event.deliveries.flatMap((d) =>
+          d.series.flatMap((s) => [
+            [d.target, `${s.n}`, s.at, `series ${s.n}: ${s.trigger}`, '', '', '', `by ${s.by}`],
+            ...s.attempts.map((a) => [a.target ?? d.target, `${s.n}.${a.attempt}`, a.at, a.outcome, a.status, 'errorClass' in a ? a.errorClass : '', a.latencyMs === undefined ? '' : `${a.latencyMs} ms`, 'responseExcerpt' in a ? a.responseExcerpt?.replace(/\s+/g, ' ').slice(0, 60) : '']),
+          ]),
+        );
+        out(formatTable(['TARGET', '#', 'AT', 'OUTCOME', 'STATUS', 'CLASS', 'LATENCY', 'ANSWER'], rows));
       }
     }
     return missing ? 1 : 0;

@@ -2,6 +2,9 @@ import { readFileSync } from 'node:fs';
 import { EVENT_TYPES, eventDefinition, isEventType, type EventType } from '../../events/table';
 import { sampleBody } from '../../signing/samples';
 import { signCurrent, signLegacy } from '../../signing/sign';
+import { DEFAULT_ENVIRONMENT } from '../../config/environments';
+import { eventIdFor } from '../../pipeline/ids';
+import { requestIdsOf } from '../../pipeline/request-index';
 
 export interface SendOptions {
   url: string;
@@ -13,6 +16,8 @@ export interface SendOptions {
   appId?: string;
   merchantId?: string;
   subMerchantId?: string;
+  /** The receiver's name for the environment whose key signs (it takes part in the event id). @defaultValue production */
+  environment?: string;
   /** Send the very same signed request this many times (to see replays answered). */
   times: number;
 }
@@ -21,6 +26,10 @@ export interface SendResult {
   type: EventType;
   status: number;
   body: string;
+  /** The event id the receiver gives this notification (environment, type and body), for `event <id>`. */
+  eventId: string;
+  /** The body's `request_id` (top level or in `data`), when it has one, for `event --request-id`. */
+  requestId?: string;
 }
 
 /** Signs a sample (or given) notification as the platform would and POSTs it, like `stripe trigger`. */
@@ -39,10 +48,12 @@ export async function sendNotification(type: EventType, opts: SendOptions): Prom
   const headers: Record<string, string> = { 'content-type': 'application/json', ...signature };
   if (opts.subMerchantId) headers['x-merch-id'] = opts.subMerchantId;
 
+  const eventId = eventIdFor(type, opts.environment ?? DEFAULT_ENVIRONMENT, body);
+  const requestId = requestIdOf(text);
   const results: SendResult[] = [];
   for (let i = 0; i < opts.times; i++) {
     const res = await fetch(new URL(target, opts.url), { method: 'POST', headers, body });
-    results.push({ type, status: res.status, body: await res.text() });
+    results.push({ type, status: res.status, body: await res.text(), eventId, requestId });
   }
   return results;
 }
@@ -52,6 +63,14 @@ export function parseEventTypes(arg: string | undefined): EventType[] {
   if (arg === 'all') return [...EVENT_TYPES];
   if (!isEventType(arg)) throw new Error(`unknown event type "${arg}"; one of: ${EVENT_TYPES.join(', ')}, all`);
   return [arg];
+}
+
+function requestIdOf(text: string): string | undefined {
+  try {
+    return requestIdsOf(JSON.parse(text))[0];
+  } catch {
+    return undefined; // not JSON: the receiver quarantines it
+  }
 }
 
 function requireMerchant(id: string | undefined): string {
