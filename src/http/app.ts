@@ -16,7 +16,7 @@ export interface AppDeps extends ReceiveDeps {
   /** Notify requests from addresses it refuses get 403. @defaultValue undefined (any address) */
   sourceAllowed?: (address: string | undefined) => boolean;
   /** Express's `trust proxy`: whose X-Forwarded-For decides `req.ip`. @defaultValue undefined (none) */
-  trustProxy?: number | string[];
+  trustProxy?: string[];
 }
 
 /**
