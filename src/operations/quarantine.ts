@@ -1,5 +1,6 @@
 import { eventDefinition } from '../events/table';
 import type { EventJob } from '../pipeline/jobs';
+import { isRequestJobId } from '../pipeline/ids';
 import type { Pipeline } from '../pipeline/pipeline';
 import { parsePayload } from '../receiving/parse-payload';
 
@@ -36,7 +37,7 @@ export function createQuarantine(pipeline: Pick<Pipeline, 'quarantine' | 'enqueu
   }
 
   async function replayOne(id: string, correctedBody?: string): Promise<QuarantineReplayOutcome> {
-    const job = await pipeline.quarantine.getJob(id);
+    const job = isRequestJobId(id) ? await pipeline.quarantine.getJob(id) : undefined;
     if (!job) return { id, outcome: 'not_found' };
     const { errors: _errors, ...received } = job.data;
     const text = correctedBody ?? (received.rawBodyEncoding === 'utf8' ? received.rawBody : '');
