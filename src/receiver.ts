@@ -6,6 +6,8 @@ import type { Config } from './config/schema';
 import { createApp } from './http/app';
 import { createPublicServer } from './http/public-server';
 import { createSourceAllowlist } from './http/source-allowlist';
+import { BodyBudget } from './http/body-budget';
+import { gateConnections } from './http/connection-gate';
 import type { Logger } from './logging/logger';
 import { createMasker } from './logging/mask';
 import type { Metrics } from './monitoring/metrics';
@@ -50,6 +52,7 @@ export function buildReceiverApp({ config, keys, logger, metrics, clock = Date.n
     bodyLimitBytes: config.bodyLimitBytes,
     sourceAllowed: config.platformSourceCidrs.length > 0 ? createSourceAllowlist(config.platformSourceCidrs) : undefined,
     trustProxy: config.trustProxy,
+    bodyBudget: new BodyBudget(config.unverifiedBodyBudgetBytes),
   });
 }
 
@@ -69,6 +72,13 @@ export async function startReceiver(deps: ReceiverDeps): Promise<RunningReceiver
     logger,
     deps.metrics,
   );
+  // Judged on accept only when the peer is the sender: behind a trusted proxy every peer is the proxy.
+  if (config.trustProxy === undefined) {
+    gateConnections(server, {
+      maxPerSource: config.maxConnectionsPerSource,
+      sourceAllowed: config.platformSourceCidrs.length > 0 ? createSourceAllowlist(config.platformSourceCidrs) : undefined,
+    }, logger, deps.metrics);
+  }
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());

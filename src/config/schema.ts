@@ -37,6 +37,16 @@ export const configSchema = z
     bodyLimitBytes: z.number().int().positive(),
     /** Concurrent connections on the public port; more are closed on arrival. */
     maxConnections: z.number().int().positive(),
+    /**
+     * Concurrent public-port connections from one source address (an IPv6 /64); more are closed on
+     * arrival. Applies when no proxy is trusted (behind one, the proxy's own per-client limit does this).
+     */
+    maxConnectionsPerSource: z.number().int().positive(),
+    /**
+     * Bytes held at once, across the process, for request bodies not yet verified; a request that
+     * would pass it is answered 503 with Retry-After. Bounds memory whatever the number of senders.
+     */
+    unverifiedBodyBudgetBytes: z.number().int().positive(),
     /** When not empty, notify requests from other addresses are refused 403. */
     platformSourceCidrs: z.array(subnet),
     /**
@@ -103,6 +113,9 @@ export const configSchema = z
     }
     if (c.signatureSchemes.includes('legacy') && !c.merchantId) {
       ctx.addIssue({ code: 'custom', path: ['merchantId'], message: 'MERCHANT_ID is required when the legacy scheme is enabled' });
+    }
+    if (c.unverifiedBodyBudgetBytes < c.bodyLimitBytes) {
+      ctx.addIssue({ code: 'custom', path: ['unverifiedBodyBudgetBytes'], message: 'must be at least bodyLimitBytes, or a body at the limit could never be received' });
     }
     // Node refuses to start a server whose header timeout outlasts its request timeout.
     if (c.http.headersTimeoutMs > c.http.requestTimeoutMs) {
