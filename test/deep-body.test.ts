@@ -45,14 +45,16 @@ describe('a signed body nested 5,000 arrays deep, for a routed type', () => {
     expect(erp.requests).toHaveLength(0);
   });
 
-  it('stored as a delivery job before this limit existed, still has an event view that answers 200', async () => {
+  it('stored as a delivery job before this limit existed, with a malformed attempt log line, still has an event view that answers 200', async () => {
     const old = nested(20_000);
     const oldId = eventIdFor('payment.result', undefined, Buffer.from(old));
     const job = { eventId: oldId, eventType: 'payment.result', receivedAt: new Date().toISOString(), path: '/api/v2/payment/notify', timestamp: '0', nonce: 'n', scheme: 'current', rawBody: old, rawBodyEncoding: 'utf8', signatureHeaders: {}, payload: {} } as unknown as EventJob;
     await f.pipeline.deliveryQueue('erp')!.add('payment.result', toDeliveryJob(job, 'erp'), { jobId: oldId, delay: 3_600_000 });
+    // An attempt log line that is not JSON (cut short, or written by hand) beside it.
+    await (await f.pipeline.deliveryQueue('erp')!.getJob(oldId))!.log('{"attempt": 1, "error": "cut sh');
     const shown = await view(oldId);
     expect(shown.status).toBe(200);
-    expect(shown.body).toMatchObject({ eventId: oldId, state: 'routed', deliveries: [{ target: 'erp', state: 'delayed' }] });
+    expect(shown.body).toMatchObject({ eventId: oldId, state: 'routed', deliveries: [{ target: 'erp', state: 'delayed', failedAttempts: [] }] });
   });
 });
 

@@ -39,7 +39,7 @@ async function deliveryView(target: string, queue: DeliveryQueue, eventId: strin
   const job = await queue.getJob(eventId);
   if (!job) return undefined;
   const [state, logs] = await Promise.all([job.getState(), queue.getJobLogs(eventId)]);
-  const failedAttempts = logs.logs.map((l) => JSON.parse(l) as DeliveryFailure);
+  const failedAttempts = logs.logs.flatMap(parseAttempt);
   const attempts: AttemptView[] = failedAttempts.map((f) => ({ ...f, outcome: 'failed' as const }));
   if (state === 'completed' && job.returnvalue && job.finishedOn) {
     attempts.push({ ...job.returnvalue, outcome: 'delivered', at: new Date(job.finishedOn).toISOString(), attempt: job.attemptsMade, target });
@@ -54,6 +54,16 @@ async function deliveryView(target: string, queue: DeliveryQueue, eventId: strin
     failedAttempts,
     attempts,
   };
+}
+
+/** One attempt log line; a line that is not one (written by hand, or cut short) is left out rather than failing the view. */
+function parseAttempt(line: string): DeliveryFailure[] {
+  try {
+    const attempt: unknown = JSON.parse(line);
+    return typeof attempt === 'object' && attempt !== null ? [attempt as DeliveryFailure] : [];
+  } catch {
+    return [];
+  }
 }
 
 function filteredView(target: string): DeliveryView {
