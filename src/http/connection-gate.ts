@@ -52,7 +52,9 @@ export function gateConnections(server: Server, opts: ConnectionGateOptions, log
     refused[reason] = 0;
   }
 
-  server.on('connection', (socket: Socket) => {
+  // Ahead of the HTTP server's own listener: a refused connection is closed before a parser is
+  // taken for it (the HTTP listener then finds it destroyed and only frees what it set up on close).
+  server.prependListener('connection', (socket: Socket) => {
     const address = socket.remoteAddress;
     if (opts.sourceAllowed !== undefined && !opts.sourceAllowed(address)) return refuse(socket, 'source_not_allowed', address ?? '');
     const source = sourceOf(address);
