@@ -49,15 +49,18 @@ describe('PLATFORM_SOURCE_CIDRS', () => {
 
 describe('PLATFORM_SOURCE_CIDRS over IPv6', () => {
   it.each([
-    ['::1/128', 200],
-    ['2001:db8::/32', 403],
-  ])('when the receiver listens on ::1 and the list is %s, then a genuine notification gets %i', async (cidrs, status) => {
-    const live = await startLiveReceiver({ ...keyEnv, HOST: '::1', PLATFORM_SOURCE_CIDRS: cidrs });
+    ['::1/128', undefined, [200]],
+    ['2001:db8::/32', undefined, []],
+    ['2001:db8::/32', 'loopback', [403]],
+  ])('when the receiver listens on ::1, the list is %s and TRUST_PROXY %s, then a genuine notification gets %j (none: its connection is closed on arrival)', async (cidrs, trustProxy, statuses) => {
+    const live = await startLiveReceiver({ ...keyEnv, HOST: '::1', PLATFORM_SOURCE_CIDRS: cidrs, ...(trustProxy ? { TRUST_PROXY: trustProxy } : {}) });
     try {
       const n = platform.signed('payment.result');
       const bytes = rawRequest('POST', n.target, [['Host', 'x'], ['Connection', 'close'], ...Object.entries(n.headers), ['Content-Length', String(n.body.length)]], n.body);
       const ex = await exchange(live.port, bytes, { host: '::1' });
-      expect(ex.responses.map((r) => r.status)).toEqual([status]);
+      expect(ex.responses.map((r) => r.status)).toEqual(statuses);
+      expect(ex.closedByServer).toBe(true);
+      if (statuses.length === 0) expect(await counterValue(live.metrics.portRefusals, { reason: 'source_not_allowed' })).toBe(1);
     } finally {
       await live.close();
     }
