@@ -98,6 +98,7 @@ async function start(kind: Kind, redis: BenchRedis, workdir: Workdir, prefix: st
             ROLE: 'receiver',
             ADMIN_PORT: String(await freePort()),
             ADMIN_HOST: '127.0.0.1',
+            MAX_CONNECTIONS_PER_SOURCE: '4096',
             ...serviceEnv(),
           },
           serviceModule(),

@@ -45,6 +45,8 @@ export async function startService(opts: ServiceStart): Promise<Subject> {
     ROLE: opts.role,
     ADMIN_PORT: String(adminPort),
     ADMIN_HOST: '127.0.0.1',
+    // The load generator stands for the platform's many senders, all on 127.0.0.1: one address's share lifted.
+    MAX_CONNECTIONS_PER_SOURCE: '4096',
     ...(opts.configFile ? { CONFIG_FILE: opts.configFile } : {}),
     ...opts.extraEnv,
   };

@@ -7,6 +7,8 @@ import type { Config } from './config/schema';
 import { createApp } from './http/app';
 import { createPublicServer } from './http/public-server';
 import { createSourceAllowlist } from './http/source-allowlist';
+import { BodyBudget } from './http/body-budget';
+import { gateConnections } from './http/connection-gate';
 import type { Logger } from './logging/logger';
 import { createMasker } from './logging/mask';
 import type { Metrics } from './monitoring/metrics';
@@ -54,6 +56,7 @@ export function buildReceiverApp({ config, environments, logger, metrics, clock 
     environment: (name) => byName.get(name),
     sourceAllowed: sourceCidrs.length > 0 ? createSourceAllowlist(sourceCidrs) : undefined,
     trustProxy: config.trustProxy,
+    bodyBudget: new BodyBudget(config.unverifiedBodyBudgetBytes),
   });
 }
 
@@ -73,6 +76,14 @@ export async function startReceiver(deps: ReceiverDeps): Promise<RunningReceiver
     logger,
     deps.metrics,
   );
+  // Judged on accept only when the peer is the sender: behind a trusted proxy every peer is the proxy.
+  const sourceCidrs = sourceCidrsOf(config);
+  if (config.trustProxy === undefined) {
+    gateConnections(server, {
+      maxPerSource: config.maxConnectionsPerSource,
+      sourceAllowed: sourceCidrs.length > 0 ? createSourceAllowlist(sourceCidrs) : undefined,
+    }, logger, deps.metrics);
+  }
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());
@@ -83,7 +94,7 @@ export async function startReceiver(deps: ReceiverDeps): Promise<RunningReceiver
     basePath: config.callbackBasePath || '/',
     environments: Object.fromEntries(deps.environments.map((e) => [e.name, { keys: e.keys.length, ...(e.sourceAllowed ? { sourceCidrs: true } : {}), ...(e.accept ? { accept: true } : {}) }])),
     schemes: config.signatureSchemes,
-    sourceAllowlist: sourceCidrsOf(config).length > 0 ? sourceCidrsOf(config) : 'off',
+    sourceAllowlist: sourceCidrs.length > 0 ? sourceCidrs : 'off',
     ...(config.trustProxy !== undefined ? { trustProxy: config.trustProxy } : {}),
   });
 

@@ -20,6 +20,16 @@ afterAll(async () => {
   await h.close();
 });
 
+describe('the authentication scheme', () => {
+  it('is case-insensitive (RFC 9110): `bearer` and `BASIC` are accepted, and are no failed login', async () => {
+    await request(admin).get('/admin/api/queues').set('authorization', `bearer ${TOKEN}`).expect(200);
+    await request(admin).get('/admin/api/queues').set('authorization', `BEARER ${TOKEN}`).expect(200);
+    await request(admin).get('/admin/api/queues').set('authorization', `BASIC ${Buffer.from(`ops:${PASSWORD}`).toString('base64')}`).expect(200);
+    await new Promise((r) => setImmediate(r));
+    expect(logs.lines.filter((l) => l.message === 'admin authentication failed')).toEqual([]);
+  });
+});
+
 describe('failed admin logins', () => {
   it('are logged with the address and the scheme, never the credential, and the 11th within a minute is answered 429 with Retry-After', async () => {
     for (let i = 0; i < 5; i++) await request(admin).get('/admin/api/queues').set('authorization', `Bearer wrong-token-${i}`).expect(401);

@@ -121,6 +121,17 @@ describe('config check', () => {
     const file = writeConfig({ targts: [] });
     await expect(cli({ ROLE: 'worker', CONFIG_FILE: file }, 'config', 'check')).rejects.toThrow(`targts: unknown setting; did you mean targets? (in ${file})`);
   });
+
+  it('when a target header value holds CR/LF, NUL or another control character, or a name is no token, then it is refused at load, naming the header', async () => {
+    const target = (headers: Record<string, string>) => ({ targets: [{ name: 'ledger', url: 'http://127.0.0.1:9/hooks', events: ['payment.result'], headers }] });
+    const refusal = /a header value may not hold CR, LF, NUL or other control characters/;
+    for (const value of ['Bearer x\r\nX-Injected: 1', 'Bearer x\nY', 'a\u0000b', 'a\u001b[2Jb', 'a\u0085b']) {
+      const file = writeConfig(target({ Authorization: value }));
+      await expect(cli({ ROLE: 'worker', CONFIG_FILE: file }, 'config', 'check')).rejects.toThrow(refusal);
+    }
+    await expect(cli({ ROLE: 'worker', CONFIG_FILE: writeConfig(target({ 'X-Bad Name': 'v' })) }, 'config', 'check')).rejects.toThrow(/a header name is letters, digits/);
+    await expect(cli({ ROLE: 'worker', CONFIG_FILE: writeConfig(target({ Authorization: 'Bearer\tx é' })) }, 'config', 'check')).resolves.toMatchObject({ code: 0 });
+  });
 });
 
 describe('operator commands', () => {

@@ -18,6 +18,29 @@ const CONCURRENCY = 200;
 const SEED = process.env.FUZZ_SEED !== undefined ? Number(process.env.FUZZ_SEED) : Math.floor(Math.random() * 2 ** 31);
 const REFUSALS = new Set([400, 401, 403, 404, 405, 408, 413, 417, 431]);
 
+/**
+ * How a mutant goes on the wire: at once (split into its 1 to 4 writes), slowly (2 to 8 writes with a
+ * pause between them), or partially (a slow or quick prefix of it, never finished, so the server must
+ * time it out with a 408 rather than wait, crash or let it through).
+ */
+type Sending = { how: 'at-once' } | { how: 'slow'; pieces: number; delayMs: number } | { how: 'partial'; keep: number; pieces: number; delayMs: number };
+const sendingArb: fc.Arbitrary<Sending> = fc.oneof(
+  { arbitrary: fc.constant({ how: 'at-once' as const }), weight: 2 },
+  { arbitrary: fc.record({ how: fc.constant('slow' as const), pieces: fc.integer({ min: 2, max: 8 }), delayMs: fc.integer({ min: 20, max: 250 }) }), weight: 1 },
+  { arbitrary: fc.record({ how: fc.constant('partial' as const), keep: fc.double({ min: 0.02, max: 0.98, noNaN: true }), pieces: fc.integer({ min: 1, max: 4 }), delayMs: fc.integer({ min: 0, max: 150 }) }), weight: 1 },
+);
+
+function sendMutant(m: Mutant, sending: Sending): Promise<Exchange> {
+  const common = { headRequests: m.head ? 1 : 0, settleMs: 100, timeoutMs: 30_000 };
+  if (sending.how === 'at-once') return exchange(live.port, m.bytes, { ...common, pieces: splitInto(m.bytes, m.pieces) });
+  const bytes = sending.how === 'partial' ? m.bytes.subarray(0, Math.max(1, Math.min(m.bytes.length - 1, Math.floor(m.bytes.length * sending.keep)))) : m.bytes;
+  return exchange(live.port, bytes, { ...common, pieces: splitInto(bytes, sending.pieces), pieceDelayMs: sending.delayMs });
+}
+
+function describeSending(s: Sending): string {
+  return s.how === 'at-once' ? 'at once' : s.how === 'slow' ? `slowly, ${s.pieces} writes ${s.delayMs} ms apart` : `partially (${(s.keep * 100).toFixed(0)}%), ${s.pieces} writes ${s.delayMs} ms apart`;
+}
+
 const platform = new FakePlatform();
 const sandbox = new FakePlatform();
 let live: LiveReceiver;
@@ -35,6 +58,8 @@ beforeAll(async () => {
     environments: { production: { publicKeys: [platform.keys.publicKeyBase64] }, sandbox: { publicKeys: [sandbox.keys.publicKeyBase64] } },
     // Short server timeouts so requests that never complete are answered 408 within the run.
     http: { headersTimeoutMs: 1000, requestTimeoutMs: 1500, keepAliveTimeoutMs: 300 },
+    // The CONCURRENCY connections all come from 127.0.0.1: one source's share lifted for them.
+    maxConnectionsPerSource: 10_000,
     targets: [targetSchema.parse({ name: 'sink', url: target.url, events: ['*'], backoff: { initialMs: 50, maxMs: 200 } })],
   }));
   workers = startWorkers(live.config, live.pipeline, createLogger('warn', new LogCapture().stream), live.metrics, createRedisConnector(live.config));
@@ -91,18 +116,24 @@ function show(bytes: Buffer): string {
 }
 
 describe('the running service under mutated requests on raw sockets', () => {
-  it(`when ${RUNS} mutations of a signed notification arrive, then each is answered 4xx with the envelope, none is queued and none forwarded, and the genuine request still gets through`, async () => {
+  it(`when ${RUNS} mutations of a signed notification arrive, at once, slowly or partially, then each is answered 4xx with the envelope, none is queued and none forwarded, and the genuine request still gets through`, async () => {
     console.log(`fuzz-socket: seed ${SEED} (FUZZ_SEED=${SEED} npx jest test/fuzz-socket.test.ts replays this run)`);
     const ctx = { base, signedHeaders: ['x-svc-timestamp', 'x-svc-nonce', 'x-svc-sign'], checkedHeaders: ['x-svc-sign-alg'], signHeader: 'x-svc-sign', bodyLimitBytes: live.config.bodyLimitBytes };
-    const mutants = fc.sample(mutantArb(ctx), { seed: SEED, numRuns: RUNS });
+    const sampled = fc.sample(fc.tuple(mutantArb(ctx), sendingArb), { seed: SEED, numRuns: RUNS });
+    const mutants = sampled.map(([m]) => m);
 
     const started = Date.now();
-    const results = await inPool(mutants, CONCURRENCY, (m) =>
-      exchange(live.port, m.bytes, { pieces: splitInto(m.bytes, m.pieces), headRequests: m.head ? 1 : 0, settleMs: 100, timeoutMs: 30_000 }),
-    );
+    const results = await inPool(sampled, CONCURRENCY, ([m, sending]) => sendMutant(m, sending));
     const tookMs = Date.now() - started;
 
-    const failures = mutants.flatMap((m, i) => problemsOf(m, results[i] as Exchange).map((p) => `#${i} ${m.kind} (${m.detail}): ${p}\n    sent ${show(m.bytes)}`));
+    const failures = sampled.flatMap(([m, sending], i) => problemsOf(m, results[i] as Exchange).map((p) => `#${i} ${m.kind} (${m.detail}) sent ${describeSending(sending)}: ${p}\n    sent ${show(m.bytes)}`));
+    const bySending = new Map<string, Map<number, number>>();
+    sampled.forEach(([, sending], i) => {
+      const statuses = bySending.get(sending.how) ?? new Map<number, number>();
+      const first = (results[i] as Exchange).responses[0]?.status ?? 0;
+      statuses.set(first, (statuses.get(first) ?? 0) + 1);
+      bySending.set(sending.how, statuses);
+    });
     const byKind = new Map<string, Map<number, number>>();
     mutants.forEach((m, i) => {
       const statuses = byKind.get(m.kind) ?? new Map<number, number>();
@@ -112,7 +143,7 @@ describe('the running service under mutated requests on raw sockets', () => {
     });
     console.log(
       `fuzz-socket: ${RUNS} mutants in ${tookMs} ms; first answer by kind:\n` +
-        [...byKind].map(([kind, s]) => `  ${kind.padEnd(20)} ${[...s].sort(([a], [b]) => a - b).map(([st, n]) => `${st}×${n}`).join(' ')}`).join('\n'),
+        [...byKind, ...[...bySending].map(([how, s]) => [`(sent ${how})`, s] as const)].map(([kind, s]) => `  ${kind.padEnd(20)} ${[...s].sort(([a], [b]) => a - b).map(([st, n]) => `${st}×${n}`).join(' ')}`).join('\n'),
     );
     if (failures.length > 0) throw new Error(`seed ${SEED}: ${failures.length} of ${RUNS} mutants mishandled (replay with FUZZ_SEED=${SEED}):\n${failures.slice(0, 15).join('\n')}`);
 
@@ -131,8 +162,13 @@ describe('the running service under mutated requests on raw sockets', () => {
     }
     expect(target.requests).toHaveLength(0);
 
-    // The control: the unmutated request (its nonce untouched by all the forgeries) is accepted and forwarded once.
-    const genuine = await exchange(live.port, serialize({ ...base, headers: [...base.headers, ['Connection', 'close']] }));
+    expect([...bySending.keys()].sort()).toEqual(['at-once', 'partial', 'slow']);
+    // Most partial sends end mid-request: the server times them out with a 408 rather than waiting.
+    expect(bySending.get('partial')!.get(408)).toBeGreaterThan(0);
+
+    // The control: the unmutated request (its nonce untouched by all the forgeries), sent slowly, is accepted and forwarded once.
+    const control = serialize({ ...base, headers: [...base.headers, ['Connection', 'close']] });
+    const genuine = await exchange(live.port, control, { pieces: splitInto(control, 5), pieceDelayMs: 100 });
     expect(genuine.responses.map((r) => r.status)).toEqual([200]);
     await target.waitFor(() => target.requests.length === 1);
     expect(JSON.parse(target.requests[0]!.body.toString('utf8'))).toMatchObject({ type: 'payment.result' });

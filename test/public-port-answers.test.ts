@@ -64,8 +64,10 @@ describe('every answer of the public port carries the envelope and the security 
     expectEnvelopeAndSecurityHeaders(res, 401, RET_CODES.signature);
   });
 
-  it('403: a notification from outside PLATFORM_SOURCE_CIDRS', async () => {
-    const pinned = await startLiveReceiver({ ...keyEnv, PLATFORM_SOURCE_CIDRS: '203.0.113.0/24' });
+  it('403: a notification from outside PLATFORM_SOURCE_CIDRS, behind a trusted proxy', async () => {
+    // Without a trusted proxy such a connection is closed on arrival, unanswered (test/connection-slots.test.ts);
+    // behind one, the address comes from X-Forwarded-For once the headers are read, and the refusal is an answer.
+    const pinned = await startLiveReceiver({ ...keyEnv, PLATFORM_SOURCE_CIDRS: '203.0.113.0/24', TRUST_PROXY: 'loopback' });
     try {
       const res = await only(pinned.port, signedRequest());
       expectEnvelopeAndSecurityHeaders(res, 403, RET_CODES.forbidden);

@@ -21,9 +21,11 @@ export function hasCredentials(c: AdminCredentials): boolean {
 
 /** `token` or `basic:<user>`: the principal a request authenticated as, or undefined. */
 export function authenticate(c: AdminCredentials, authorization: string | undefined): string | undefined {
-  const [scheme, value = ''] = (authorization ?? '').split(' ', 2);
-  if (scheme === 'Bearer' && c.token && same(value, c.token)) return 'token';
-  if (scheme === 'Basic' && c.user && c.password) {
+  // The scheme is case-insensitive (RFC 9110 11.1): `bearer` is as good as `Bearer`.
+  const [rawScheme = '', value = ''] = (authorization ?? '').split(' ', 2);
+  const scheme = rawScheme.toLowerCase();
+  if (scheme === 'bearer' && c.token && same(value, c.token)) return 'token';
+  if (scheme === 'basic' && c.user && c.password) {
     const decoded = Buffer.from(value, 'base64').toString('utf8');
     const colon = decoded.indexOf(':');
     if (colon > 0 && same(decoded.slice(0, colon), c.user) && same(decoded.slice(colon + 1), c.password)) return `basic:${c.user}`;

@@ -9,6 +9,7 @@ import { keygen } from './commands/keygen';
 import { listenCommand } from './commands/listen';
 import { parseEventTypes, sendNotification } from './commands/send';
 import { DefaultsNotChosenError, operatorConfig, type OperatorEnv } from './operator-config';
+import { stripControl } from '../logging/printable';
 
 export const USAGE = `usage: webhook-receiver <command> [options]
 
@@ -63,7 +64,10 @@ export interface CliIo extends OperatorEnv {
 }
 
 /** Runs one CLI command; returns the exit code. */
-export async function runCli(argv: string[], io: CliIo): Promise<number> {
+export async function runCli(argv: string[], given: CliIo): Promise<number> {
+  // Everything printed may hold text from outside (a target's answer, a sender's fields): no control
+  // character reaches the operator's terminal.
+  const io: CliIo = { ...given, out: (line) => given.out(stripControl(line)), ...(given.err ? { err: (line: string) => given.err!(stripControl(line)) } : {}) };
   try {
     return await dispatch(argv, io);
   } catch (err) {

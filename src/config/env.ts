@@ -34,6 +34,8 @@ export const ENV_SETTINGS: Record<string, { path: string[]; parse: Parse }> = {
   DEDUP_WINDOW_MS: { path: ['dedupWindowMs'], parse: int },
   BODY_LIMIT_BYTES: { path: ['bodyLimitBytes'], parse: int },
   MAX_CONNECTIONS: { path: ['maxConnections'], parse: int },
+  MAX_CONNECTIONS_PER_SOURCE: { path: ['maxConnectionsPerSource'], parse: int },
+  UNVERIFIED_BODY_BUDGET_BYTES: { path: ['unverifiedBodyBudgetBytes'], parse: int },
   PLATFORM_SOURCE_CIDRS: { path: ['platformSourceCidrs'], parse: list },
   TRUST_PROXY: { path: ['trustProxy'], parse: intOrList },
   LOG_LEVEL: { path: ['logLevel'], parse: text },

@@ -9,6 +9,8 @@ const ms = z.number().int().nonnegative();
 const subnet = z.string().refine((s) => parseSubnet(s) !== undefined, 'must be an IPv4 or IPv6 address or CIDR, like 203.0.113.0/24 or 2001:db8::/32');
 /** proxy-addr's names for ranges, as Express's `trust proxy` takes them. */
 const PROXY_RANGE_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
+const TRUST_PROXY_HOP_COUNT =
+  "a hop count is refused: it would believe X-Forwarded-For from any sender that reaches the receiver directly; give the proxies' addresses or CIDRs (or loopback, linklocal, uniquelocal)";
 
 /**
  * One of the platform's environments (sandbox, production, European production): the keys that sign
@@ -62,18 +64,29 @@ export const configSchema = z
     bodyLimitBytes: z.number().int().positive(),
     /** Concurrent connections on the public port; more are closed on arrival. */
     maxConnections: z.number().int().positive(),
+    /**
+     * Concurrent public-port connections from one source address (an IPv6 /64); more are closed on
+     * arrival. Applies when no proxy is trusted (behind one, the proxy's own per-client limit does this).
+     */
+    maxConnectionsPerSource: z.number().int().positive(),
+    /**
+     * Bytes held at once, across the process, for request bodies not yet verified; a request that
+     * would pass it is answered 503 with Retry-After. Bounds memory whatever the number of senders.
+     */
+    unverifiedBodyBudgetBytes: z.number().int().positive(),
     /** When not empty, notify requests from other addresses are refused 403. */
     platformSourceCidrs: z.array(subnet),
     /**
-     * Express's `trust proxy`, for the source allowlist behind a load balancer: a hop count, or the
-     * proxies' addresses/CIDRs (or loopback, linklocal, uniquelocal). `true` (trust any sender's
-     * X-Forwarded-For) is deliberately not accepted: it would let anyone choose their address.
+     * Express's `trust proxy`, for the source allowlist behind a load balancer: the proxies'
+     * addresses/CIDRs (or loopback, linklocal, uniquelocal). A hop count is refused: it believes
+     * X-Forwarded-For from whoever connects, so a sender reaching the receiver directly could choose
+     * its address. `true` (trust any sender's X-Forwarded-For) is refused for the same reason.
      */
     trustProxy: z
-      .union([
-        z.number().int().min(0),
-        z.array(z.string().refine((s) => PROXY_RANGE_NAMES.includes(s) || parseSubnet(s) !== undefined, `must be an address, a CIDR, or one of ${PROXY_RANGE_NAMES.join(', ')}`)),
-      ])
+      .array(
+        z.string().refine((s) => PROXY_RANGE_NAMES.includes(s) || parseSubnet(s) !== undefined, `must be an address, a CIDR, or one of ${PROXY_RANGE_NAMES.join(', ')}`),
+        { error: (issue) => (typeof issue.input === 'number' ? TRUST_PROXY_HOP_COUNT : `must be the proxies' addresses or CIDRs (or ${PROXY_RANGE_NAMES.join(', ')})`) },
+      )
       .optional(),
     logLevel: z.enum(['error', 'warn', 'info', 'http', 'verbose', 'debug', 'silly']),
     /** A recurring error (Redis down, a target down) is logged once per this interval, with a count. */
@@ -132,6 +145,9 @@ export const configSchema = z
       for (const [name, env] of Object.entries(c.environments ?? { [DEFAULT_ENVIRONMENT]: {} })) {
         if (!env.merchantId) ctx.addIssue({ code: 'custom', path: c.environments ? ['environments', name, 'merchantId'] : ['merchantId'], message: 'MERCHANT_ID is required when the legacy scheme is enabled' });
       }
+    }
+    if (c.unverifiedBodyBudgetBytes < c.bodyLimitBytes) {
+      ctx.addIssue({ code: 'custom', path: ['unverifiedBodyBudgetBytes'], message: 'must be at least bodyLimitBytes, or a body at the limit could never be received' });
     }
     // Node refuses to start a server whose header timeout outlasts its request timeout.
     if (c.http.headersTimeoutMs > c.http.requestTimeoutMs) {

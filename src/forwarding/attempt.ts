@@ -6,6 +6,7 @@ import { classifyNetworkError, summarise, type FailureFacts } from './failure';
 import type { DeliveryResult } from '../pipeline/jobs';
 import type { OutgoingRequest } from './build-request';
 import type { Target } from './target-schema';
+import { stripControl } from '../logging/printable';
 
 const EXCERPT_BYTES = 512;
 const ALWAYS_RETRIED = new Set([408, 429]);
@@ -91,7 +92,7 @@ export async function attemptDelivery(target: Target, dispatcher: Dispatcher, re
 }
 
 /**
- * The first EXCERPT_BYTES of the answer, for the dead letter; the rest is not read: the body is
+ * The first EXCERPT_BYTES of the answer, control characters removed, for the dead letter; the rest is not read: the body is
  * destroyed (which closes that connection) rather than drained, so a large or endless answer costs
  * no more than this. A body cut short (by us, the deadline or the target) still has its status.
  */
@@ -107,5 +108,6 @@ async function readExcerpt(body: Dispatcher.ResponseData['body']): Promise<strin
   } catch {
     // cut short: the excerpt is a courtesy
   }
-  return Buffer.concat(chunks).subarray(0, EXCERPT_BYTES).toString('utf8');
+  // Stored for operators' screens: no terminal escapes from the target's text.
+  return stripControl(Buffer.concat(chunks).subarray(0, EXCERPT_BYTES).toString('utf8'));
 }

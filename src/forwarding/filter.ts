@@ -1,5 +1,6 @@
-import { $all, $and, $elemMatch, $eq, $exists, $gt, $gte, $in, $lt, $lte, $mod, $ne, $nin, $nor, $not, $options, $or, $regex, $size, $type, createQueryTester } from 'sift';
+import { $all, $and, $elemMatch, $eq, $exists, $gt, $gte, $in, $lt, $lte, $mod, $ne, $nin, $nor, $not, $options, $or, $size, $type, createQueryTester } from 'sift';
 import { nearest } from '../config/nearest';
+import { $linearRegex, compileLinearRegex } from './linear-regex';
 
 /** A target's `filter`: a MongoDB-syntax query over the platform's body plus `merchantId`. */
 export type EventFilter = Record<string, unknown>;
@@ -8,8 +9,10 @@ export type FilterTest = (document: Record<string, unknown>) => boolean;
 /**
  * sift's operators minus `$where`, which would run the configuration's text as code. Given to sift
  * explicitly, so an operator missing here is refused by sift as well as by {@link filterProblems}.
+ * `$regex` runs on RE2's linear-time engine instead of JavaScript's backtracking one (see
+ * linear-regex.ts), for every user of this compiler.
  */
-const FIELD_OPERATORS = { $eq, $ne, $gt, $gte, $lt, $lte, $in, $nin, $all, $exists, $regex, $options, $not, $elemMatch, $size, $type, $mod };
+const FIELD_OPERATORS = { $eq, $ne, $gt, $gte, $lt, $lte, $in, $nin, $all, $exists, $regex: $linearRegex, $options, $not, $elemMatch, $size, $type, $mod };
 const LOGICAL_OPERATORS = { $and, $or, $nor };
 const OPERATIONS = { ...FIELD_OPERATORS, ...LOGICAL_OPERATORS };
 const FIELD_NAMES = Object.keys(FIELD_OPERATORS);
@@ -95,7 +98,7 @@ function operatorProblems(op: string, arg: unknown, siblings: Record<string, unk
     case '$regex':
       if (typeof arg !== 'string') return fail('a regular expression, as a string');
       try {
-        new RegExp(arg, typeof siblings.$options === 'string' ? siblings.$options : undefined);
+        compileLinearRegex(arg, typeof siblings.$options === 'string' ? siblings.$options : undefined);
         return [];
       } catch (err) {
         return problem(at, (err as Error).message);

@@ -17,6 +17,18 @@ const eventSelector = z.enum(['*', ...EVENT_TYPES], {
 
 const webhookSecret = z.string().regex(/^whsec_[A-Za-z0-9+/=]+$/, 'must be whsec_ followed by Base64');
 
+/** HTTP field names are tokens (RFC 9110 5.1); named in the problem's path, which a key schema would not do. */
+function headerNames(headers: Record<string, string>, ctx: z.RefinementCtx): void {
+  for (const name of Object.keys(headers)) {
+    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) ctx.addIssue({ code: 'custom', path: [name], message: "a header name is letters, digits and !#$%&'*+.^_`|~- only" });
+  }
+}
+/**
+ * A field value without control characters (RFC 9110 5.5; tab allowed): CR/LF would split the request
+ * and NUL is refused by the HTTP client, so every delivery would fail and be dead-lettered.
+ */
+const headerValue = z.string().regex(/^[\t\x20-\x7e\xa0-\uffff]*$/, 'a header value may not hold CR, LF, NUL or other control characters');
+
 const targetFields = z.object({
   /** Names the target in queues, metrics and logs. */
   name: z.string().regex(/^[a-z0-9_-]{1,40}$/, 'lower-case letters, digits, _ and -, at most 40'),
@@ -35,7 +47,7 @@ const targetFields = z.object({
    */
   secret: z.union([webhookSecret, z.array(webhookSecret).min(1).max(10)]).optional(),
   /** Static headers sent on every request, e.g. Authorization. */
-  headers: z.record(z.string(), z.string()).default({}),
+  headers: z.record(z.string(), headerValue).superRefine(headerNames).default({}),
   /** @defaultValue 10000 */
   timeoutMs: z.number().int().positive().default(10000),
   /** Attempts before a delivery is dead-lettered. @defaultValue 12 */

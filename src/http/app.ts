@@ -6,6 +6,7 @@ import { errorHandler, notFound } from './errors';
 import { notifyMiddleware } from './notify-routes';
 import { publicAnswers, type PublicAnswers } from './public-answers';
 import { bodyLeftUnread } from './read-body';
+import type { BodyBudget } from './body-budget';
 
 export interface AppDeps extends ReceiveDeps {
   logger: Logger;
@@ -16,7 +17,9 @@ export interface AppDeps extends ReceiveDeps {
   /** Notify requests from addresses it refuses get 403. @defaultValue undefined (any address) */
   sourceAllowed?: (address: string | undefined) => boolean;
   /** Express's `trust proxy`: whose X-Forwarded-For decides `req.ip`. @defaultValue undefined (none) */
-  trustProxy?: number | string[];
+  trustProxy?: string[];
+  /** The process's budget for bodies not yet verified. @defaultValue undefined (unbounded) */
+  bodyBudget?: BodyBudget;
 }
 
 /**
@@ -30,7 +33,7 @@ export function createApp(deps: AppDeps): Express {
   app.disable('x-powered-by');
   app.set('etag', false);
   if (deps.trustProxy !== undefined) app.set('trust proxy', deps.trustProxy);
-  app.use(notifyMiddleware(deps, { basePath: deps.basePath, bodyLimitBytes: deps.bodyLimitBytes, answers, sourceAllowed: deps.sourceAllowed }));
+  app.use(notifyMiddleware(deps, { basePath: deps.basePath, bodyLimitBytes: deps.bodyLimitBytes, answers, sourceAllowed: deps.sourceAllowed, bodyBudget: deps.bodyBudget }));
   app.use(liveness(answers));
   app.use(notFound(answers));
   app.use(errorHandler(deps.logger, answers));

@@ -3,6 +3,7 @@ import { EVENT_TABLE, type EventDefinition } from '../events/table';
 import { isRefusal, precheckNotification, receiveNotification, type ReceiveDeps } from '../receiving/receive';
 import { send } from './answer';
 import type { PublicAnswers } from './public-answers';
+import { BudgetExhaustedError, BudgetHold, type BodyBudget } from './body-budget';
 import { bodyLeftUnread, readBody, RequestAbandonedError } from './read-body';
 
 export interface NotifyOptions {
@@ -11,6 +12,8 @@ export interface NotifyOptions {
   answers: PublicAnswers;
   /** When set, only requests whose address (`req.ip`, so after `trust proxy`) it allows reach verification. */
   sourceAllowed?: (address: string | undefined) => boolean;
+  /** The process's budget for bodies not yet verified. @defaultValue undefined (unbounded) */
+  bodyBudget?: BodyBudget;
 }
 
 /**
@@ -18,7 +21,7 @@ export interface NotifyOptions {
  * on the path, no per-path router layers, no body parser (the signature is over the raw bytes), and
  * prepared answers (helmet's headers included) written in one go.
  */
-export function notifyMiddleware(deps: ReceiveDeps, { basePath, bodyLimitBytes, answers, sourceAllowed }: NotifyOptions) {
+export function notifyMiddleware(deps: ReceiveDeps, { basePath, bodyLimitBytes, answers, sourceAllowed, bodyBudget }: NotifyOptions) {
   const routes = new Map<string, EventDefinition>(EVENT_TABLE.map((e) => [basePath + e.path, e]));
 
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
@@ -32,8 +35,10 @@ export function notifyMiddleware(deps: ReceiveDeps, { basePath, bodyLimitBytes, 
     const startedAtHr = performance.now();
     const checked = precheckNotification(deps, definition, req.originalUrl, req.headers, startedAtHr);
     if (isRefusal(checked)) return send(res, answers.rejected[checked.class], bodyLeftUnread(req));
+    // Held from before the body is read until the notification is verified and stored (or refused).
+    const hold = bodyBudget === undefined ? undefined : new BudgetHold(bodyBudget);
     try {
-      const body = await readBody(req, bodyLimitBytes);
+      const body = await readBody(req, bodyLimitBytes, hold);
       const result = await receiveNotification(deps, { definition, target: req.originalUrl, headers: req.headers, checked, body, startedAt, startedAtHr, source: () => req.ip });
       if (result.kind === 'acknowledged') send(res, answers.success);
       else if (result.kind === 'rejected') send(res, answers.rejected[result.class]);
@@ -41,9 +46,19 @@ export function notifyMiddleware(deps: ReceiveDeps, { basePath, bodyLimitBytes, 
     } catch (err) {
       // Already answered and counted by the server's clientError handler, or the client is gone.
       if (err instanceof RequestAbandonedError) return;
+      if (err instanceof BudgetExhaustedError) return refuseOverBudget(deps, req, res, definition, answers, err);
       next(err);
+    } finally {
+      hold?.release();
     }
   };
+}
+
+/** 503 with Retry-After, the body left unread and the connection closed: the platform retries later. */
+function refuseOverBudget(deps: ReceiveDeps, req: Request, res: Response, definition: EventDefinition, answers: PublicAnswers, err: BudgetExhaustedError): void {
+  deps.metrics.portRefusals.labels('body_budget').inc();
+  deps.logger.repeated('warn', 'body_budget', 'notification refused: the budget for unverified bodies is in use', { eventType: definition.type, status: 503, outcome: 'rejected', reason: 'body_budget', budgetBytes: err.budgetBytes, declaredBytes: Number(req.headers['content-length']) || undefined });
+  send(res, answers.unavailable, true);
 }
 
 function refuseSource(deps: ReceiveDeps, req: Request, res: Response, definition: EventDefinition, answers: PublicAnswers): void {

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { BudgetExhaustedError, type BudgetHold } from './body-budget';
 
 export class BodyTooLargeError extends Error {
   readonly status = 413;
@@ -24,25 +25,39 @@ export class RequestAbandonedError extends Error {
 /**
  * Reads the raw body bytes as received, refusing early when the declared or actual size is over the
  * limit. What is left unread on a refusal is not drained here: the answer closes the connection.
+ *
+ * With a budget hold, the bytes are taken from the process's budget for unverified bodies before they
+ * are read: a declared length at once (refused whole, before a byte of the body is read, when it does
+ * not fit), a chunked body chunk by chunk. A declared length is read into one buffer of that size, so
+ * the socket's read buffers are not kept alive by slices of them.
  */
-export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+export function readBody(req: IncomingMessage, limit: number, hold?: BudgetHold): Promise<Buffer> {
   const declared = Number(req.headers['content-length']);
   if (declared > limit) return Promise.reject(new BodyTooLargeError(limit));
+  const known = Number.isSafeInteger(declared) && declared >= 0 && req.headers['transfer-encoding'] === undefined;
+  if (known && hold !== undefined && !hold.take(declared)) return Promise.reject(new BudgetExhaustedError(hold.limitBytes));
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
+    const whole = known && declared > 0 ? Buffer.allocUnsafe(declared) : undefined;
     let size = 0;
     const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) {
+      if (size + chunk.length > limit || (whole !== undefined && size + chunk.length > declared)) {
         cleanup();
         reject(new BodyTooLargeError(limit));
         return;
       }
-      chunks.push(chunk);
+      if (whole !== undefined) chunk.copy(whole, size);
+      else if (hold !== undefined && !hold.take(chunk.length)) {
+        cleanup();
+        reject(new BudgetExhaustedError(hold.limitBytes));
+        return;
+      } else chunks.push(chunk);
+      size += chunk.length;
     };
     const onEnd = () => {
       cleanup();
-      resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
+      if (whole !== undefined) resolve(size === declared ? whole : whole.subarray(0, size));
+      else resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
     };
     const onError = (err: Error) => {
       cleanup();

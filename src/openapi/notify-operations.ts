@@ -18,7 +18,7 @@ const MEANING: Record<keyof typeof RET_CODES, string> = {
   expectationFailed: 'an `Expect` header other than `100-continue`',
   headersTooLarge: 'the request headers are over 16 KiB',
   badRequest: 'the request could not be read, or an HTTP/1.1 request has no `Host`',
-  unavailable: 'Redis did not confirm the notification in time: nothing was stored or acknowledged; retry (`Retry-After: 5`)',
+  unavailable: 'not stored: Redis did not confirm the notification in time, or the budget for bodies not yet verified was in use; nothing was acknowledged; retry (`Retry-After: 5`)',
   internal: 'unexpected error; no stack trace is returned',
 };
 

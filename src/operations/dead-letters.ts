@@ -4,6 +4,7 @@ import type { EventType } from '../events/table';
 import type { DeliveryFailure, DeliveryJob } from '../pipeline/jobs';
 import type { Pipeline } from '../pipeline/pipeline';
 import type { DeliveryQueue } from '../pipeline/queues';
+import { isEventId } from '../pipeline/ids';
 
 export interface DeadLetter {
   /** `<target>/<job id>`: what replay takes. */
@@ -16,6 +17,8 @@ export interface DeadLetter {
   attempts: number;
   reason: string;
   lastFailure?: DeliveryFailure;
+  /** The job could not be read (its stored data is not a delivery job): shown, so an operator can remove it, and skipped. */
+  unreadable?: true;
 }
 
 export interface DeadLetterFilter {
@@ -49,6 +52,12 @@ export function createDeadLetters(pipeline: Pick<Pipeline, 'deliveryQueue' | 'de
     const out: DeadLetter[] = [];
     for (const [target, queue] of selectedQueues(filter.target)) {
       for await (const job of failedJobs(queue)) {
+        if ('unreadable' in job) {
+          if (filter.eventType || filter.from !== undefined || filter.to !== undefined) continue;
+          out.push(unreadableOf(target, job));
+          if (out.length >= limit) return out;
+          continue;
+        }
         const failedAt = job.finishedOn;
         if (filter.eventType && job.data.eventType !== filter.eventType) continue;
         if (filter.from !== undefined && (failedAt ?? 0) < filter.from) continue;
@@ -70,7 +79,8 @@ export function createDeadLetters(pipeline: Pick<Pipeline, 'deliveryQueue' | 'de
     for (const id of ids) {
       const slash = id.indexOf('/');
       const queue = slash > 0 ? pipeline.deliveryQueue(id.slice(0, slash)) : undefined;
-      const job = queue ? await queue.getJob(id.slice(slash + 1)) : undefined;
+      const jobId = id.slice(slash + 1);
+      const job = queue && isEventId(jobId) ? await queue.getJob(jobId) : undefined;
       if (!job || !(await job.isFailed())) {
         notFound.push(id);
         continue;
@@ -98,7 +108,7 @@ export function createDeadLetters(pipeline: Pick<Pipeline, 'deliveryQueue' | 'de
   async function discard(target: string, eventId: string): Promise<DeadLetter> {
     const queue = pipeline.deliveryQueue(target);
     if (!queue) throw new UnknownTargetError(target);
-    const job = await queue.getJob(eventId);
+    const job = isEventId(eventId) ? await queue.getJob(eventId) : undefined;
     if (!job) throw new DeadLetterNotFoundError(`${target}/${eventId}`);
     const state = await job.getState();
     if (state !== 'failed') throw new NotDeadLetterError(`${target}/${eventId}`, state);
@@ -125,14 +135,39 @@ function deadLetterOf(target: string, job: Job<DeliveryJob, unknown, EventType>)
   };
 }
 
-/** Every failed job of a queue, a page at a time, so no dead letter is out of reach however many there are. */
-async function* failedJobs(queue: DeliveryQueue): AsyncGenerator<Job<DeliveryJob, unknown, EventType>> {
+function unreadableOf(target: string, { id, unreadable }: Unreadable): DeadLetter {
+  return { id: `${target}/${id}`, target, eventId: '', eventType: '', receivedAt: '', attempts: 0, reason: `unreadable job: ${unreadable}`, unreadable: true };
+}
+
+interface Unreadable {
+  id: string;
+  unreadable: string;
+}
+
+/**
+ * Every failed job of a queue, a page at a time, so no dead letter is out of reach however many there
+ * are. Each job is read on its own: one whose stored data is not a delivery job (not JSON, or without
+ * an event id) is reported as unreadable instead of failing the whole listing.
+ */
+async function* failedJobs(queue: DeliveryQueue): AsyncGenerator<Job<DeliveryJob, unknown, EventType> | Unreadable> {
   for (let start = 0; ; start += PAGE) {
-    // BullMQ may answer undefined for a job removed between the listing and the read.
-    const page: (Job<DeliveryJob, unknown, EventType> | undefined)[] = await queue.getFailed(start, start + PAGE - 1);
+    const ids = await queue.getRanges(['failed'], start, start + PAGE - 1);
+    const page = await Promise.all(
+      ids.map((id) =>
+        queue.getJob(id).then(
+          (job): Job<DeliveryJob, unknown, EventType> | Unreadable | undefined => (job === undefined || isDeliveryJob(job.data) ? job : { id, unreadable: 'its data is not a delivery job' }),
+          (err: Error): Unreadable => ({ id, unreadable: err.message }),
+        ),
+      ),
+    );
+    // BullMQ answers undefined for a job removed between the listing and the read.
     for (const job of page) if (job) yield job;
-    if (page.length < PAGE) return;
+    if (ids.length < PAGE) return;
   }
+}
+
+function isDeliveryJob(data: unknown): data is DeliveryJob {
+  return typeof data === 'object' && data !== null && typeof (data as { eventId?: unknown }).eventId === 'string';
 }
 
 export type DeadLetters = ReturnType<typeof createDeadLetters>;

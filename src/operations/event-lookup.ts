@@ -80,6 +80,16 @@ function payloadOf(found: FoundEvent): unknown {
   return parsed.ok ? parsed.payload : undefined;
 }
 
+/** The masked payload, or none when a stored body cannot be shown: the view of a stored event never fails on its content. */
+function maskedPayloadOf(found: FoundEvent, mask: (p: unknown) => unknown): unknown {
+  try {
+    const payload = payloadOf(found);
+    return payload === undefined ? undefined : mask(payload);
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * The targets whose filter left the event out: recorded on each delivery job when the receiver fanned
  * out, or in the fan-out step's return value when the fan-out worker did (no subscribed target took it).
@@ -103,7 +113,7 @@ export async function findEvent(pipeline: Pipeline, eventId: string, mask: (p: u
   // A delivery job wins over the record: a fan-out retried after a reload changed a filter can leave both.
   const filtered = filteredTargets(found).filter((t) => !withJobs.some((d) => d.target === t)).map(filteredView);
   const data = job.data;
-  const payload = payloadOf(found);
+  const payload = maskedPayloadOf(found, mask);
   return {
     eventId,
     queue: queue.name,
@@ -116,7 +126,7 @@ export async function findEvent(pipeline: Pipeline, eventId: string, mask: (p: u
     environment: data.environment,
     ...(data.corrected ? { corrected: true as const } : {}),
     ...(found.kind === 'quarantine' ? { quarantineReason: found.job.data.reason ?? 'invalid' } : {}),
-    payload: payload === undefined ? undefined : mask(payload),
+    payload,
     errors: 'errors' in data ? data.errors : undefined,
     deliveries: [...withJobs, ...filtered],
   };

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { eventDefinition } from '../events/table';
+import { isRequestJobId } from '../pipeline/ids';
 import { decodeRawBody, type EventJob, type QuarantineReason } from '../pipeline/jobs';
 import type { Pipeline } from '../pipeline/pipeline';
 import { parsePayload } from '../receiving/parse-payload';
@@ -66,7 +67,7 @@ export function createQuarantine(pipeline: Pick<Pipeline, 'quarantine' | 'enqueu
   }
 
   async function replayOne(id: string, correctedBody?: string): Promise<QuarantineReplayOutcome> {
-    const job = await pipeline.quarantine.getJob(id);
+    const job = isRequestJobId(id) ? await pipeline.quarantine.getJob(id) : undefined;
     if (!job) return { id, outcome: 'not_found' };
     const { errors: _errors, reason: _reason, ...received } = job.data;
     const text = correctedBody ?? (received.rawBodyEncoding === 'utf8' ? received.rawBody : '');

@@ -4,6 +4,7 @@ import { routeEvent } from '../forwarding/routing';
 import { subscribes, type Target } from '../forwarding/target-schema';
 import { deliveryJobOptions } from '../pipeline/job-options';
 import { decodeRawBody, toDeliveryJob, type DeliveryJob } from '../pipeline/jobs';
+import { isEventId } from '../pipeline/ids';
 import type { Pipeline } from '../pipeline/pipeline';
 import { UnknownTargetError } from './dead-letters';
 
@@ -58,6 +59,7 @@ export class NotSubscribedError extends Error {
 export function createResender(pipeline: Pipeline) {
   /** Any job that still holds the event's body, and whether the event is known at all. */
   async function findBody(eventId: string): Promise<{ body?: Omit<DeliveryJob, 'target' | 'lastFailure'>; known: boolean }> {
+    if (!isEventId(eventId)) return { known: false };
     for (const [, queue] of pipeline.deliveryQueues()) {
       const job = await queue.getJob(eventId);
       // Another target's delivery: its target and its dead letter's lastFailure are not the event's.

@@ -9,3 +9,11 @@ export class EnqueueUnavailableError extends Error {
     Object.setPrototypeOf(this, new.target.prototype);
   }
 }
+
+/**
+ * A failure of our own code or of what it was given (a stack overflow, a type error), not of Redis:
+ * reported as itself (500, its own log line), never as Redis being unavailable.
+ */
+export function isProgrammingError(err: unknown): boolean {
+  return err instanceof RangeError || err instanceof TypeError || err instanceof ReferenceError || err instanceof SyntaxError;
+}

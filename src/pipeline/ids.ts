@@ -35,3 +35,20 @@ function uniqueSuffix(): string {
   counter = (counter + 1) % Number.MAX_SAFE_INTEGER;
   return `${PROCESS_TAG}${counter.toString(36)}`;
 }
+
+const EVENT_ID = /^evt_[0-9a-f]{40}$/;
+const JOB_ID = /^[0-9a-f]{16}-[0-9a-z]+$/;
+
+/**
+ * Whether a text can be an event id. A lookup checks first: BullMQ keeps a queue's own records beside
+ * its jobs (`meta`, `events`, `id`, `stalled-check`, …), so reading any other text as a job id can
+ * hit one of them (a Redis WRONGTYPE error, or `meta` read as a job).
+ */
+export function isEventId(text: string): boolean {
+  return EVENT_ID.test(text);
+}
+
+/** Whether a text can be a job id from {@link jobIdFor} (a quarantined notification's), for the same reason. */
+export function isRequestJobId(text: string): boolean {
+  return JOB_ID.test(text);
+}

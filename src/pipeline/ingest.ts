@@ -4,7 +4,7 @@ import { routeEvent } from '../forwarding/routing';
 import { keyDigest, orderingKeyOf } from '../ordering/key';
 import { PARKED_AT_INGEST_MS } from '../ordering/park';
 import type { Target } from '../forwarding/target-schema';
-import { EnqueueUnavailableError } from './errors';
+import { EnqueueUnavailableError, isProgrammingError } from './errors';
 import { jobIdFor } from './ids';
 import { defineIngestScript, type AddTo, type IngestDecision, type Ingestion, type ReplicaConfirmation } from './ingest-script';
 import { deliveryJobOptions, type Retention } from './job-options';
@@ -197,7 +197,8 @@ export function createIngest(connection: RedisClient, settings: IngestSettings, 
     const ms = settings.enqueueTimeoutMs;
     return withTimeout(promise, ms, () => new EnqueueUnavailableError(`Redis did not confirm within ${ms} ms`)).catch((err: Error) => {
       promise.catch(() => undefined);
-      throw err instanceof EnqueueUnavailableError ? err : new EnqueueUnavailableError(`Redis refused: ${err.message}`, { cause: err });
+      if (err instanceof EnqueueUnavailableError || isProgrammingError(err)) throw err;
+      throw new EnqueueUnavailableError(`Redis refused: ${err.message}`, { cause: err });
     });
   }
 

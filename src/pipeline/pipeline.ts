@@ -6,6 +6,7 @@ import type { Target } from '../forwarding/target-schema';
 import { createIngest, type Ingest, type IngestObserver } from './ingest';
 import { deliveryJobOptions, eventJobOptions, type Retention } from './job-options';
 import { toDeliveryJob, type DeliveryJob, type EventJob, type QuarantineJob } from './jobs';
+import { isEventId } from './ids';
 import { keyPrefix, ownKeys } from './names';
 import { eventIdsForRequest } from './request-index';
 import { createSequencer, type Sequencer } from '../ordering/sequencer';
@@ -159,6 +160,7 @@ export function createPipeline(connection: RedisClient, options: PipelineOptions
       );
     },
     async findEvent(eventId) {
+      if (!isEventId(eventId)) return undefined;
       for (const queue of deliveries.values()) {
         const job = await queue.getJob(eventId);
         if (job) return { kind: 'delivery', queue, job };

@@ -1,13 +1,16 @@
 import type { EventDefinition } from '../events/table';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from './json-depth';
 
 export type ParsedPayload = { ok: true; payload: unknown } | { ok: false; errors: string[] };
 
 /**
- * JSON-parses a verified body and checks it against its event's schema. `confirm` checks the parsed
+ * JSON-parses a verified body and checks it against its event's schema; a body nested deeper than
+ * MAX_JSON_DEPTH is not parsed. `confirm` checks the parsed
  * JSON against what verification relied on (the legacy body timestamp) and returns a problem or
  * `undefined`.
  */
 export function parsePayload(definition: EventDefinition, text: string, confirm?: (json: unknown) => string | undefined): ParsedPayload {
+  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) return { ok: false, errors: [`body nests deeper than ${MAX_JSON_DEPTH} levels`] };
   let json: unknown;
   try {
     json = JSON.parse(text);

@@ -50,8 +50,10 @@ export function parseResponses(bytes: Buffer, headRequests = 0): { responses: Ra
 export interface ExchangeOptions {
   /** Give up waiting for the server to close after this long. @defaultValue 10000 */
   timeoutMs?: number;
-  /** Write the request in these pieces, one per event-loop turn, instead of at once. */
+  /** Write the request in these pieces, one per event-loop turn (or `pieceDelayMs` apart), instead of at once. */
   pieces?: Buffer[];
+  /** Wait this long between two pieces: a slow sender. @defaultValue 0 (the next event-loop turn) */
+  pieceDelayMs?: number;
   headRequests?: number;
   host?: string;
   /**
@@ -100,7 +102,8 @@ export function exchange(port: number, request: Buffer, opts: ExchangeOptions = 
       const writeNext = (i: number) => {
         if (i >= pieces.length || socket.destroyed) return;
         socket.write(pieces[i] as Buffer);
-        setImmediate(() => writeNext(i + 1));
+        if (opts.pieceDelayMs) setTimeout(() => writeNext(i + 1), opts.pieceDelayMs);
+        else setImmediate(() => writeNext(i + 1));
       };
       writeNext(0);
     });

@@ -23,18 +23,19 @@ export class ServiceProcess {
    * Like {@link start}, on ports chosen here, ready when its admin port answers /healthz: for a
    * service that logs only warnings and errors (LOG_LEVEL=warn), which prints no start-up lines.
    */
-  static async startQuiet(env: Record<string, string>): Promise<ServiceProcess> {
+  static async startQuiet(env: Record<string, string>, nodeArgs?: string[]): Promise<ServiceProcess> {
     const ports = { receiver: await freePort(), admin: await freePort() };
     const service = await ServiceProcess.start({ LOG_LEVEL: 'warn', ...env, PORT: String(ports.receiver), ADMIN_PORT: String(ports.admin) }, async () => {
       const res = await fetch(`http://127.0.0.1:${ports.admin}/healthz`).catch(() => undefined);
       return res?.status === 200;
-    });
+    }, nodeArgs);
     service.ports = ports;
     return service;
   }
 
-  static async start(env: Record<string, string>, ready?: () => Promise<boolean>): Promise<ServiceProcess> {
-    const child = spawn(process.execPath, ['-r', 'ts-node/register', path.join(ROOT, 'src/main.ts')], {
+  /** `nodeArgs`: node's arguments, the script included (see built-service.ts); ts-node on src/main.ts unless given. */
+  static async start(env: Record<string, string>, ready?: () => Promise<boolean>, nodeArgs = ['-r', 'ts-node/register', path.join(ROOT, 'src/main.ts')]): Promise<ServiceProcess> {
+    const child = spawn(process.execPath, nodeArgs, {
       cwd: ROOT,
       env: { ...process.env, PORT: '0', ADMIN_PORT: '0', LOG_LEVEL: 'info', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
