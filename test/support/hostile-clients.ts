@@ -23,7 +23,10 @@ export function trickleHeaders(port: number, count: number, opts: { host?: strin
   let opened = 0;
   const timers = new Set<NodeJS.Timeout>();
 
+  // Once stopped, nothing is scheduled: the sockets destroyed by stop() close afterwards, and a
+  // reopening timer armed then would keep the test process alive after its last test.
   const later = (fn: () => void, ms: number) => {
+    if (stopped) return;
     const t = setTimeout(() => {
       timers.delete(t);
       if (!stopped) fn();
