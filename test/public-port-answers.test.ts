@@ -1,5 +1,5 @@
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import { loadEnvironments } from '../src/config/keys';
 import { RET_CODES } from '../src/http/envelope';
 import { createApp } from '../src/http/app';
@@ -109,6 +109,31 @@ describe('every answer of the public port carries the envelope and the security 
     expectEnvelopeAndSecurityHeaders(res, 413, RET_CODES.payloadTooLarge);
     expect(res.headers.connection).toBe('close');
     expect(live.logs.find((l) => l.reason === 'body_too_large')).toBeDefined();
+  });
+
+  it('413: a client still writing its oversized body when refused reads the answer afterwards, not a reset', async () => {
+    // The refusal comes before the body is read; closing with those bytes unread would reset the
+    // connection under the client while it is still writing, and the 413 would be lost.
+    // A client that writes its body in pieces and reads once it has written it all, as a simple
+    // client does: the answer is sent after the headers, while the rest is still on its way.
+    const oversized = Buffer.alloc(live.config.bodyLimitBytes * 2, 'a');
+    const request = signedRequest((p) => (p.headers.pop(), p.headers.push(['Content-Length', String(oversized.length)]), (p.body = oversized)));
+    const pieces = Array.from({ length: 8 }, (_, i) => request.subarray((i * request.length) / 8, ((i + 1) * request.length) / 8));
+    const readAfterWriting = () =>
+      new Promise<string>((resolve) => {
+        const socket = connect(live.port, '127.0.0.1');
+        socket.pause();
+        const chunks: Buffer[] = [];
+        socket.on('error', (err: NodeJS.ErrnoException) => resolve(Buffer.concat(chunks).toString('latin1', 9, 12) || String(err.code)));
+        socket.on('data', (c: Buffer) => chunks.push(c));
+        socket.on('end', () => resolve(Buffer.concat(chunks).toString('latin1', 9, 12)));
+        const next = (i: number) => {
+          if (i === pieces.length) return socket.resume();
+          socket.write(pieces[i]!, () => setTimeout(() => next(i + 1), 30));
+        };
+        next(0);
+      });
+    expect(await Promise.all(Array.from({ length: 5 }, readAfterWriting))).toEqual(Array(5).fill('413'));
   });
 
   it('413: a chunked body that grows over the limit', async () => {

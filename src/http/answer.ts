@@ -1,4 +1,5 @@
 import { STATUS_CODES, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { helmetHeaders } from './security-headers';
 
 type Headers = Readonly<Record<string, string | number>>;
@@ -36,5 +37,25 @@ export function answerFactory(): (status: number, body: object, extra?: Record<s
  */
 export function send(res: ServerResponse, answer: Answer, close = false): void {
   res.writeHead(answer.status, close ? answer.closing : answer.headers);
+  if (close && res.socket) lingerBeforeClosing(res.socket);
   res.end(answer.body);
+}
+
+/** How long a connection closed with part of its request unread stays open after the answer. */
+const LINGER_MS = 1000;
+
+/**
+ * A refusal that leaves the request's body unread closes the connection, but closing a socket with
+ * unread bytes in its receive buffer sends a reset, and a client still writing its body then loses
+ * the answer it was sent (it reads ECONNRESET or EPIPE instead of the 413). So the answer is followed
+ * by our FIN at once and the socket is destroyed only `LINGER_MS` later, as nginx's lingering close
+ * does: the client reads the answer and the end of the stream first.
+ */
+function lingerBeforeClosing(socket: Socket): void {
+  socket.destroySoon = function lingering(this: Socket) {
+    this.end();
+    const timer = setTimeout(() => this.destroy(), LINGER_MS);
+    timer.unref();
+    this.once('close', () => clearTimeout(timer));
+  };
 }
