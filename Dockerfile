@@ -1,4 +1,4 @@
-# The service alone: built from src/ without the demo and dev tools (tsconfig.build.json), production
+# The service alone: built from src/ without the demo (tsconfig.build.json), production
 # dependencies only. No `# syntax=` line or BuildKit-only syntax: it builds with no registry reachable
 # once the base image is present (scripts/container-check.sh builds that base locally).
 FROM node:24-bookworm-slim AS build

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { keyPrefix } from '../src/pipeline/names';
-import { EVENT_TABLE, type EventPayloadMap, type EventType } from '../src/events/table';
-import { buildEventJob } from '../src/pipeline/jobs';
+import { keyPrefix } from '../src/model/names';
+import { EVENT_TABLE, type EventType } from '../src/model/event-table';
+import { eventJob, type Received } from '../src/model/jobs';
+import { eventIdFor } from '../src/model/ids';
 import { createPipeline } from '../src/pipeline/pipeline';
 import { createRedisConnector, type RedisClient } from '../src/redis/connect';
 import { parsePayload } from '../src/receiving/parse-payload';
@@ -11,7 +12,7 @@ import type { VerifiedRequest } from './event-job';
 import { uniqueSampleBody } from './bodies';
 import { pipelineOptionsFor, serviceDefaults } from './service-defaults';
 import { ORDER_FIELD } from './workdir';
-import { targetSchema, type Target } from '../src/forwarding/target-schema';
+import { targetSchema, type Target } from '../src/model/target-schema';
 
 /** Queues one verified request; resolves false when it was not newly accepted. */
 type Enqueue = (request: VerifiedRequest) => Promise<boolean>;
@@ -26,10 +27,28 @@ function servicePipeline(connection: RedisClient, prefix: string, targets: Targe
     const definition = EVENT_TABLE.find((e) => e.type === r.eventType)!;
     const parsed = parsePayload(definition, r.body.toString('utf8'));
     if (!parsed.ok) throw new Error(`backlog body does not parse: ${parsed.errors.join('; ')}`);
-    const job = buildEventJob({ ...r, scheme: 'current', environment: 'production' }, parsed.payload as EventPayloadMap[EventType]);
+    const job = eventJob(receivedOf(r), parsed.payload);
     return (await pipeline.enqueueEvent(job, r.nonce)) === 'accepted';
   };
   return { enqueue, close: () => pipeline.close() };
+}
+
+/** What the receiver records of a verified request (bodies here are UTF-8 JSON, signed with the current scheme in production). */
+function receivedOf(r: VerifiedRequest): Received {
+  return {
+    eventId: eventIdFor(r.eventType, 'production', r.body),
+    eventType: r.eventType,
+    receivedAt: new Date(r.receivedAtMs).toISOString(),
+    path: r.path,
+    timestamp: r.timestamp,
+    nonce: r.nonce,
+    scheme: 'current',
+    environment: 'production',
+    rawBody: r.body.toString('utf8'),
+    rawBodyEncoding: 'utf8',
+    ...(r.contentType !== undefined ? { contentType: r.contentType } : {}),
+    signatureHeaders: r.signatureHeaders,
+  };
 }
 
 /** The baselines' own producer, which the raw worker drains. */

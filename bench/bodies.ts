@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { EventType } from '../src/events/table';
+import type { EventType } from '../src/model/event-table';
 import { sampleBody } from '../src/signing/samples';
 
 const RUN_TAG = randomBytes(4).toString('hex');

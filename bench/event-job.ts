@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { EventType } from '../src/events/table';
-import type { EventJob } from '../src/pipeline/jobs';
+import type { EventType } from '../src/model/event-table';
+import type { EventJob } from '../src/model/jobs';
 
 export interface VerifiedRequest {
   eventType: EventType;
@@ -24,7 +24,7 @@ export function benchEventId(eventType: string, body: Buffer): string {
 /**
  * The baselines' own job, the shape the receiver stores, so the baselines write about the same bytes
  * to Redis as the service does. Bodies here are always UTF-8 JSON. The rest of the harness uses the
- * service's own builder (src/pipeline/jobs.ts).
+ * service's own builder (src/model/jobs.ts).
  */
 export function buildEventJob(r: VerifiedRequest): EventJob {
   const rawBody = r.body.toString('utf8');

@@ -20,7 +20,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { keyPrefix } from '../src/pipeline/names';
+import { keyPrefix } from '../src/model/names';
 import { runLoad } from './load';
 import { presign } from './presign';
 import { baseEnv, benchModule, freePort, killAllChildren, serviceModule, serviceNodeFlags, sleep, stopChild, waitForMessage } from './processes';

@@ -1,5 +1,5 @@
 import { enqueueBacklog } from './backlog';
-import { keyPrefix } from '../src/pipeline/names';
+import { keyPrefix } from '../src/model/names';
 import type { BenchContext } from './context';
 import { FORWARDING_MISSING, serviceLogFile } from './context';
 import { cpuMsOf } from './cpu';

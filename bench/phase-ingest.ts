@@ -1,5 +1,5 @@
 import type { BenchContext } from './context';
-import { keyPrefix } from '../src/pipeline/names';
+import { keyPrefix } from '../src/model/names';
 import { CpuMeter, cpuFigures } from './cpu';
 import { serviceLogFile } from './context';
 import { runLoad } from './load';

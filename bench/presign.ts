@@ -1,6 +1,6 @@
 import type { KeyObject } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
-import { EVENT_TABLE } from '../src/events/table';
+import { EVENT_TABLE } from '../src/model/event-table';
 import { randomNonce, signCurrent } from '../src/signing/sign';
 import { uniqueSampleBody } from './bodies';
 

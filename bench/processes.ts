@@ -115,7 +115,7 @@ export function waitForMessage<T extends { type: string }>(child: ChildProcess, 
 }
 
 /** SIGTERM, then SIGKILL if the child has not exited within the bound. */
-export { stopChild } from '../src/devtools/stop-child';
-export { freePort } from '../src/devtools/redis-server';
+export { stopChild } from '../src/demo/stop-child';
+export { freePort } from '../src/demo/redis-server';
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

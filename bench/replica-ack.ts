@@ -12,7 +12,7 @@ import path from 'node:path';
 import { request } from 'undici';
 import { loadEnvironments } from '../src/config/keys';
 import { loadConfig } from '../src/config/load';
-import { RedisServer } from '../src/devtools/redis-server';
+import { RedisServer } from '../src/demo/redis-server';
 import { createLogger } from '../src/logging/logger';
 import { createMetrics } from '../src/monitoring/metrics';
 import { createPipeline, pipelineOptions } from '../src/pipeline/pipeline';

@@ -1,6 +1,6 @@
 import { loadConfig } from '../src/config/load';
 import type { Config } from '../src/config/schema';
-import { keyPrefix } from '../src/pipeline/names';
+import { keyPrefix } from '../src/model/names';
 import { pipelineOptions, type PipelineOptions } from '../src/pipeline/pipeline';
 
 /** The service's default configuration (config/default.yaml), for settings the harness must mirror. */

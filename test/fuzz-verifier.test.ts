@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { EVENT_TABLE } from '../src/events/table';
+import { EVENT_TABLE } from '../src/model/event-table';
 import type { SignedRequest } from '../src/signature/options';
 import { createPrecheck, type Precheck } from '../src/signature/precheck';
 import { createVerifier, type Verifier } from '../src/signature/verify';

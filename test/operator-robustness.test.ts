@@ -4,7 +4,7 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import request from 'supertest';
 import { stringify } from 'yaml';
-import { eventIdFor } from '../src/pipeline/ids';
+import { eventIdFor } from '../src/model/ids';
 import { ADMIN_TEST_TOKEN, buildForwarding, waitUntil, type ForwardingHarness } from './support/forwarding-harness';
 import { FakePlatform } from './support/platform';
 import { TargetServer } from './support/target-server';

@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
-import { targetSchema } from '../src/forwarding/target-schema';
-import { FANOUT_ATTEMPTS } from '../src/pipeline/job-options';
-import { toDeliveryJob, type EventJob } from '../src/pipeline/jobs';
+import { targetSchema } from '../src/model/target-schema';
+import { FANOUT_ATTEMPTS } from '../src/model/job-options';
+import { toDeliveryJob, type EventJob } from '../src/model/jobs';
 import { createPipeline, pipelineOptions, type Pipeline } from '../src/pipeline/pipeline';
 import { eventIdsForRequest, requestIndexBucket, requestIndexEntries } from '../src/pipeline/request-index';
 import { testConfig } from './support/harness';

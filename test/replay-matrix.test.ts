@@ -1,5 +1,5 @@
-import { EVENT_TABLE, type EventType } from '../src/events/table';
-import type { DeliveryJob, EventJob, QuarantineJob } from '../src/pipeline/jobs';
+import { EVENT_TABLE, type EventType } from '../src/model/event-table';
+import type { DeliveryJob, EventJob, QuarantineJob } from '../src/model/jobs';
 import { sampleBody } from '../src/signing/samples';
 import { signLegacy } from '../src/signing/sign';
 import { buildForwarding, waitUntil, type ForwardingHarness } from './support/forwarding-harness';

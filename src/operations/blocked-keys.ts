@@ -1,5 +1,5 @@
 import type { BlockedKey, Sequencer } from '../ordering/sequencer';
-import type { Pipeline } from '../pipeline/pipeline';
+import type { QueueRegistry } from '../pipeline/queue-registry';
 import { UnknownTargetError } from './dead-letters';
 
 /**
@@ -7,7 +7,7 @@ import { UnknownTargetError } from './dead-letters';
  * holding back the later deliveries of the key, and letting one go on. Releasing a key leaves its dead
  * letter where it is (replay or discard it later; a replay then delivers it outside the order).
  */
-export function createBlockedKeys(pipeline: Pick<Pipeline, 'deliveryQueue' | 'ordering'>) {
+export function createBlockedKeys(pipeline: Pick<QueueRegistry, 'deliveryQueue' | 'ordering'>) {
   /** The target's sequencer; undefined for a target without `order`. */
   function sequencerOf(target: string): Sequencer | undefined {
     if (!pipeline.deliveryQueue(target)) throw new UnknownTargetError(target);

@@ -1,10 +1,10 @@
 import type { Job } from 'bullmq';
 import { markSeriesStart } from '../forwarding/delivery-story';
-import type { EventType } from '../events/table';
-import type { DeliveryFailure, DeliveryJob } from '../pipeline/jobs';
-import type { Pipeline } from '../pipeline/pipeline';
-import type { DeliveryQueue } from '../pipeline/queues';
-import { isEventId } from '../pipeline/ids';
+import type { EventType } from '../model/event-table';
+import type { DeliveryFailure, DeliveryJob } from '../model/jobs';
+import type { QueueRegistry } from '../pipeline/queue-registry';
+import type { DeliveryQueue } from '../model/queues';
+import { isEventId } from '../model/ids';
 
 export interface DeadLetter {
   /** `<target>/<job id>`: what replay takes. */
@@ -39,7 +39,7 @@ const PAGE = 1000;
  * automatically). Replaying one retries the same job, so the event keeps its `webhook-id`, with a
  * fresh set of attempts.
  */
-export function createDeadLetters(pipeline: Pick<Pipeline, 'deliveryQueue' | 'deliveryQueues' | 'ordering'>) {
+export function createDeadLetters(pipeline: Pick<QueueRegistry, 'deliveryQueue' | 'deliveryQueues' | 'ordering'>) {
   function selectedQueues(target?: string): [string, DeliveryQueue][] {
     if (target === undefined) return pipeline.deliveryQueues();
     const queue = pipeline.deliveryQueue(target);

@@ -5,7 +5,7 @@ import type { Config } from '../config/schema';
 import type { RunningWorkers } from '../forwarding/workers';
 import { writeAudit, type Actor } from '../logging/audit';
 import type { Logger } from '../logging/logger';
-import type { Pipeline } from '../pipeline/pipeline';
+import type { QueueRegistry } from '../pipeline/queue-registry';
 
 export interface ReloadResult {
   added: string[];
@@ -29,7 +29,7 @@ export interface ReloaderDeps {
   /** The environment the process started with: CONFIG_FILE names the file, variables still override it. */
   env: Record<string, string | undefined>;
   config: Config;
-  pipeline: Pipeline;
+  pipeline: Pick<QueueRegistry, 'setTargets'>;
   /** Absent in a receiver-only process. */
   workers?: RunningWorkers;
   logger: Logger;

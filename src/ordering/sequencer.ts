@@ -1,12 +1,12 @@
 /// <reference path="../pipeline/bullmq-scripts.d.ts" />
 import type { Job } from 'bullmq';
 import type { Result } from 'ioredis';
-import type { Target } from '../forwarding/target-schema';
-import type { DeliveryJob } from '../pipeline/jobs';
-import { ownKeys } from '../pipeline/names';
-import type { DeliveryQueue } from '../pipeline/queues';
+import type { Target } from '../model/target-schema';
+import type { DeliveryJob } from '../model/jobs';
+import { ownKeys } from '../model/names';
+import type { DeliveryQueue } from '../model/queues';
 import { whenReady, type RedisClient } from '../redis/connect';
-import { keyDigest } from './key';
+import { keyDigest } from '../routing/ordering-key';
 import { PARKED_BEHIND_MS, PARKED_NEXT_MS } from './park';
 import { promote } from 'bullmq/dist/cjs/scripts/promote-9';
 

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { whenReady, type RedisClient } from '../redis/connect';
-import { ownKeys } from './names';
+import { ownKeys } from '../model/names';
 
 /**
  * Index from the platform's `request_id` to our event ids, so an operator can look an event up by the

@@ -4,12 +4,12 @@ import { UnknownTargetError } from '../../operations/dead-letters';
 import { findEvent } from '../../operations/event-lookup';
 import type { Recovery } from '../../operations/recovery';
 import { EventBodyGoneError, NotSubscribedError, UnknownEventError } from '../../operations/resend';
-import type { Pipeline } from '../../pipeline/pipeline';
+import type { EventLookup } from '../../pipeline/lookup';
 import { actorOf } from '../audit';
 
 const resendBody = z.object({ target: z.string().min(1).optional() }).strict();
 
-export function eventRoutes(pipeline: Pipeline, mask: (p: unknown) => unknown, recovery: Recovery): Router {
+export function eventRoutes(pipeline: Parameters<typeof findEvent>[0] & Pick<EventLookup, 'eventIdsForRequest'>, mask: (p: unknown) => unknown, recovery: Recovery): Router {
   const router = Router();
   router.post('/:eventId/resend', async (req, res) => {
     const body = resendBody.safeParse(req.body ?? {});

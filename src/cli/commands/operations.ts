@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { createMasker } from '../../logging/mask';
 import { findEvent } from '../../operations/event-lookup';
 import { CorrectionsDisabledError, createQuarantine } from '../../operations/quarantine';
-import { summariseQueues } from '../../operations/queue-summary';
+import { summariseQueues } from '../../monitoring/queue-summary';
 import { createBlockedKeys, KeyNotBlockedError, NotOrderedError } from '../../operations/blocked-keys';
 import type { ResendOutcome } from '../../operations/resend';
 import { createTargetControl } from '../../operations/targets';

@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { RedisServer, withNode } from './redis-server';
+import { RedisServer, withNode } from '../../src/demo/redis-server';
 
 const run = promisify(execFile);
 

@@ -1,5 +1,5 @@
-import type { Config } from '../config/schema';
-import type { HostPort } from '../config/redis-schema';
+import type { Config } from './schema';
+import type { HostPort } from './redis-schema';
 
 interface Auth {
   username?: string;

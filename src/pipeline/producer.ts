@@ -1,18 +1,18 @@
 import type { RedisClient } from '../redis/connect';
-import type { EventType } from '../events/table';
-import { routeEvent } from '../forwarding/routing';
-import { keyDigest, orderingKeyOf } from '../ordering/key';
+import type { EventType } from '../model/event-table';
+import { keyDigest } from '../routing/ordering-key';
+import { planDeliveries, type DeliveryPlan, type PlannedDelivery, type PlannedEvent } from '../routing/plan';
 import { PARKED_AT_INGEST_MS } from '../ordering/park';
-import type { Target } from '../forwarding/target-schema';
+import type { Target } from '../model/target-schema';
 import { EnqueueUnavailableError, isProgrammingError } from './errors';
-import { jobIdFor } from './ids';
+import { jobIdFor } from '../model/ids';
 import { defineIngestScript, type AddTo, type IngestDecision, type Ingestion, type ReplicaConfirmation } from './ingest-script';
-import { deliveryJobOptions, type Retention } from './job-options';
-import { toDeliveryJob, type EventJob, type QuarantineJob } from './jobs';
-import { ownKeys } from './names';
-import type { DeliveryQueue, EventQueue, QuarantineQueue } from './queues';
+import { deliveryJobOptions, type Retention } from '../model/job-options';
+import type { EventJob, QuarantineJob, SeriesStart } from '../model/jobs';
+import { ownKeys } from '../model/names';
+import type { DeliveryQueue, EventQueue, QuarantineQueue } from '../model/queues';
 import { requestIndexEntries } from './request-index';
-import { withTimeout } from './with-timeout';
+import { withTimeout } from '../redis/with-timeout';
 
 /**
  * accepted: newly queued; replay: its replay key (nonce, or legacy signature) was accepted before;
@@ -31,7 +31,7 @@ export type EnqueueResult = EnqueueOutcome | EnqueueRefusal;
 
 const WAIT_MARGIN_MS = 250;
 
-export interface IngestSettings {
+export interface ProducerSettings {
   prefix: string;
   /** @defaultValue 3000 */
   enqueueTimeoutMs: number;
@@ -50,7 +50,7 @@ export interface IngestSettings {
   retention: Retention;
 }
 
-export interface Ingest {
+export interface Producer {
   /**
    * One Redis script call (see ingest-script.ts): replay check and binding, de-duplication, one
    * delivery job per target that takes the event (or, when none does, the event job, kept for an
@@ -62,9 +62,17 @@ export interface Ingest {
    * signature): the key is neither checked nor bound again. @defaultValue true
    */
   enqueueQuarantine(job: QuarantineJob, replayKey: string, opts?: { bind?: boolean }): Promise<EnqueueResult>;
+  /**
+   * Plans the event's deliveries among `targets` (see routing/plan.ts) and writes them, after the
+   * receipt: the fan-out of an event no target took then, and a resend's new delivery (`firstSeries`).
+   * One script call, like the receipt's, so an ordered delivery joins its key's sequence the same way;
+   * the job id is the event id, so a retried fan-out never gives a target a second delivery. Returns
+   * the plan (an empty one writes nothing).
+   */
+  addDeliveries(event: PlannedEvent, targets: readonly Target[], firstSeries?: SeriesStart): Promise<DeliveryPlan>;
 }
 
-export interface IngestQueues {
+export interface ProducerQueues {
   event(type: EventType): EventQueue;
   quarantine: QuarantineQueue;
   /** The target's delivery queue; undefined for a target that is not (or no longer) configured. */
@@ -74,7 +82,7 @@ export interface IngestQueues {
 }
 
 /** What the pipeline reports (the entry point counts it in the metrics and logs it). */
-export interface IngestObserver {
+export interface PipelineObserver {
   /** An accepted event that this target's filter left out. */
   filtered?(target: string): void;
   /** An ordered target's dead letter was passed over (`onDeadLetter: skip`). */
@@ -84,15 +92,23 @@ export interface IngestObserver {
 }
 
 /**
- * The producer side. Each notification is one Redis script call that checks and binds its replay
+ * The producer: the only writer of event, quarantine and delivery jobs. Each notification is one Redis script call that checks and binds its replay
  * key, de-duplicates (by event id) and stores every job it needs, so there is never a
  * recognised-but-unqueued notification, no window between the replay decision and the adds, and no
  * second job lifecycle between receipt and delivery: the receiver fans out itself. Every call is
  * bounded by `enqueueTimeoutMs` and fails with EnqueueUnavailableError, so nothing is acknowledged
  * unstored.
  */
-export function createIngest(connection: RedisClient, settings: IngestSettings, queues: IngestQueues, observer: IngestObserver = {}): Ingest {
+export function createProducer(connection: RedisClient, settings: ProducerSettings, queues: ProducerQueues, observer: PipelineObserver = {}): Producer {
   const ingest = defineIngestScript(connection);
+
+  /** The script's add of one planned delivery: ordered ones join their key's sequence (parked unless first). */
+  function addOf({ target, job }: PlannedDelivery, queue: DeliveryQueue): AddTo {
+    const add = { name: job.eventType, data: job, opts: deliveryJobOptions(job.eventId, target, settings.retention) };
+    const { orderKey } = job;
+    if (orderKey === undefined) return { queue, job: add };
+    return { queue, job: add, ordered: { sequenceKey: ownKeys.orderSequence(settings.prefix, target.name, keyDigest(orderKey)), parkMs: PARKED_AT_INGEST_MS } };
+  }
 
   /**
    * One delivery job per target the event is routed to (each recording the targets that filtered it
@@ -100,19 +116,13 @@ export function createIngest(connection: RedisClient, settings: IngestSettings, 
    * records the filtered ones or keeps an event nobody subscribes to.
    */
   function addsFor(event: EventJob): { adds: AddTo[]; filtered: string[] } {
-    const routing = routeEvent(queues.targets(), event);
-    const filtered = routing.filtered.map((t) => t.name);
+    const plan = planDeliveries(event, queues.targets());
     const adds: AddTo[] = [];
-    for (const target of routing.deliver) {
-      const queue = queues.delivery(target.name);
-      if (!queue) continue;
-      const opts = deliveryJobOptions(event.eventId, target, settings.retention);
-      const orderKey = orderingKeyOf(target, event.payload, event.merchantId);
-      const job = { name: event.eventType, data: toDeliveryJob(event, target.name, filtered, orderKey), opts };
-      const ordered = orderKey === undefined ? undefined : { sequenceKey: ownKeys.orderSequence(settings.prefix, target.name, keyDigest(orderKey)), parkMs: PARKED_AT_INGEST_MS };
-      adds.push(ordered ? { queue, job, ordered } : { queue, job });
+    for (const delivery of plan.deliveries) {
+      const queue = queues.delivery(delivery.target.name);
+      if (queue) adds.push(addOf(delivery, queue));
     }
-    if (adds.length > 0) return { adds, filtered };
+    if (adds.length > 0) return { adds, filtered: plan.filtered };
     return { adds: [{ queue: queues.event(event.eventType), job: { name: event.eventType, data: event, opts: { jobId: event.eventId } } }], filtered: [] };
   }
 
@@ -176,6 +186,21 @@ export function createIngest(connection: RedisClient, settings: IngestSettings, 
     return decision.jobId === jobId ? 'accepted' : 'duplicate';
   }
 
+  async function addDeliveries(event: PlannedEvent, targets: readonly Target[], firstSeries?: SeriesStart): Promise<DeliveryPlan> {
+    const plan = planDeliveries(event, targets, firstSeries);
+    const adds = plan.deliveries.map((delivery) => {
+      const queue = queues.delivery(delivery.target.name);
+      if (!queue) throw new Error(`no delivery queue for target ${delivery.target.name}`);
+      return addOf(delivery, queue);
+    });
+    const first = adds[0];
+    if (!first) return plan;
+    // Nothing to bind or de-duplicate: the script is given a key of the event's own (never read) in the binding's place.
+    const ingestion: Ingestion = { adds, binding: { key: ownKeys.dedup(settings.prefix, event.eventId), none: true }, eventId: event.eventId };
+    await run(ingestion, () => first.queue.waitUntilReady());
+    return plan;
+  }
+
   /**
    * Acknowledging a write only the master holds would lose it if the master died before passing it
    * on, so with minReplicasAck ≥ 1 the replicas must confirm it (WAIT) within what is left of the
@@ -202,5 +227,5 @@ export function createIngest(connection: RedisClient, settings: IngestSettings, 
     });
   }
 
-  return { enqueueEvent, enqueueQuarantine };
+  return { enqueueEvent, enqueueQuarantine, addDeliveries };
 }

@@ -1,4 +1,4 @@
-import type { EventType } from '../events/table';
+import type { EventType } from './event-table';
 
 /** Notifications that verified but are not valid JSON or fail their schema. */
 export const QUARANTINE_QUEUE = 'quarantine';

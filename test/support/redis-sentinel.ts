@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { freePort, RedisServer, withNode } from './redis-server';
+import { freePort, RedisServer, withNode } from '../../src/demo/redis-server';
 
 export const SENTINEL_MASTER_NAME = 'whr';
 

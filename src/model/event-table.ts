@@ -7,7 +7,7 @@ import {
   payeeResultSchema,
   remittanceIncomingSchema,
   settlementResultSchema,
-} from './schemas';
+} from './event-schemas';
 
 /**
  * The single source of truth for what the platform sends us: routes, schemas, queue names, metric

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { DEFAULT_ENVIRONMENT } from '../config/environments';
+import { DEFAULT_ENVIRONMENT } from './environments';
 
 function sha256Hex(...parts: (string | Buffer)[]): string {
   const hash = createHash('sha256');

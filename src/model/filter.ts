@@ -1,5 +1,5 @@
 import { $all, $and, $elemMatch, $eq, $exists, $gt, $gte, $in, $lt, $lte, $mod, $ne, $nin, $nor, $not, $options, $or, $size, $type, createQueryTester } from 'sift';
-import { nearest } from '../config/nearest';
+import { nearest } from './nearest';
 import { $linearRegex, compileLinearRegex } from './linear-regex';
 
 /** A target's `filter`: a MongoDB-syntax query over the platform's body plus `merchantId`. */

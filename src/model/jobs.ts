@@ -1,9 +1,21 @@
-import { isUtf8 } from 'node:buffer';
-import type { SeriesStart } from '../forwarding/delivery-story';
-import type { EventPayloadMap, EventType } from '../events/table';
-import type { ErrorClass } from '../forwarding/failure';
-import type { SignatureScheme } from '../signature/result';
-import { eventIdFor } from './ids';
+import type { EventPayloadMap, EventType } from './event-table';
+
+/** The platform's two signature schemes. */
+export type SignatureScheme = 'current' | 'legacy';
+
+/** What started an attempt series: the notification's receipt, a dead letter's replay, or a resend. */
+export type SeriesTrigger = 'received' | 'replay' | 'resend';
+
+/** The mark at the start of a series an operator started (in the job's log, or on a job a resend added). */
+export interface SeriesStart {
+  series: Exclude<SeriesTrigger, 'received'>;
+  /** The operator: `token`, `basic:<user>` or `cli:<os user>`. */
+  by: string;
+  at: string;
+}
+
+/** What kind of failure an attempt met, in words an operator can act on. */
+export type ErrorClass = 'http_status' | 'timeout' | 'connection_refused' | 'connection_reset' | 'dns' | 'tls' | 'network';
 
 interface ReceivedNotification {
   /** Deterministic: the same event type and body always give the same id. */
@@ -58,14 +70,17 @@ export interface FanoutResult {
   targets: string[];
 }
 
+/** What a delivery job copies of its event. */
+export type DeliveryFields = Pick<
+  EventJob,
+  'eventId' | 'eventType' | 'receivedAt' | 'path' | 'rawBody' | 'rawBodyEncoding' | 'contentType' | 'signatureHeaders' | 'merchantId' | 'environment' | 'corrected'
+>;
+
 /**
  * One (event, target) delivery. It carries everything the request needs, so its retries do not
  * depend on the event job, which the retention settings remove long before 12 attempts are spent.
  */
-export type DeliveryJob = Pick<
-  EventJob,
-  'eventId' | 'eventType' | 'receivedAt' | 'path' | 'rawBody' | 'rawBodyEncoding' | 'contentType' | 'signatureHeaders' | 'merchantId' | 'environment' | 'corrected'
-> & {
+export type DeliveryJob = DeliveryFields & {
   target: string;
   /** The subscribed targets whose filter left this event out (for the event view), when there were any. */
   filtered?: string[];
@@ -104,49 +119,25 @@ export interface DeliveryFailure {
   requestHeaders?: Record<string, string>;
 }
 
-/** A verified request, as the receiver has it after verification. */
-export interface VerifiedRequest<E extends EventType = EventType> {
-  eventType: E;
-  merchantId?: string;
-  environment: string;
-  body: Buffer;
-  receivedAtMs: number;
-  /** The request target as received (path and query string). */
-  path: string;
-  timestamp: number;
-  /** The replay key: the nonce, or a hash of the legacy signature. */
-  nonce: string;
-  scheme: SignatureScheme;
-  contentType?: string;
-  signatureHeaders: Record<string, string>;
+/** What every job of a received notification holds: its event type, its receipt and its raw body. */
+export type Received = ReceivedNotification & { eventType: EventType };
+
+/**
+ * The event job of a received notification whose body passed its event type's schema (`payload`:
+ * what that parse returned). EventJob pairs each event type with its payload's type, which a value
+ * checked at run time cannot show the compiler: the pairing is asserted here, once, for every
+ * writer (the receiver, a quarantine replay).
+ */
+export function eventJob(received: Received, payload: unknown): EventJob {
+  return { ...received, payload } satisfies Received & { payload: unknown } as EventJob;
 }
 
-/** What every job of a received notification carries, its event id derived from environment, type and body. */
-export function receivedNotification<E extends EventType>(r: VerifiedRequest<E>): ReceivedNotification & { eventType: E } {
-  const utf8 = isUtf8(r.body);
-  return {
-    eventId: eventIdFor(r.eventType, r.environment, r.body),
-    eventType: r.eventType,
-    receivedAt: new Date(r.receivedAtMs).toISOString(),
-    path: r.path,
-    timestamp: r.timestamp,
-    nonce: r.nonce,
-    scheme: r.scheme,
-    ...(r.merchantId ? { merchantId: r.merchantId } : {}),
-    environment: r.environment,
-    rawBody: r.body.toString(utf8 ? 'utf8' : 'base64'),
-    rawBodyEncoding: utf8 ? 'utf8' : 'base64',
-    ...(r.contentType !== undefined ? { contentType: r.contentType } : {}),
-    signatureHeaders: r.signatureHeaders,
-  };
-}
-
-/** The event job of a verified, schema-valid notification. */
-export function buildEventJob<E extends EventType>(r: VerifiedRequest<E>, payload: EventPayloadMap[E]): EventJob<E> {
-  return { ...receivedNotification(r), payload } as EventJob<E>;
-}
-
-export function toDeliveryJob(event: EventJob, target: string, filtered: readonly string[] = [], orderKey?: string): DeliveryJob {
+/**
+ * One (event, target) delivery job, built in one literal; optional fields are present only when set,
+ * in a fixed order, so every writer stores the same JSON for the same delivery. Planned by
+ * routing/plan.ts, which decides `filtered` and `orderKey`.
+ */
+export function toDeliveryJob(event: DeliveryFields, target: string, filtered: readonly string[] = [], orderKey?: string): DeliveryJob {
   const { eventId, eventType, receivedAt, path, rawBody, rawBodyEncoding, contentType, signatureHeaders, merchantId, environment, corrected } = event;
   const job: DeliveryJob = { eventId, eventType, receivedAt, path, rawBody, rawBodyEncoding, contentType, signatureHeaders, merchantId, environment, target };
   if (corrected) job.corrected = true;

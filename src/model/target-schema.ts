@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { nearest } from '../config/nearest';
-import { EVENT_TYPES } from '../events/table';
+import { nearest } from './nearest';
+import { EVENT_TYPES } from './event-table';
 import { filterProblems } from './filter';
 import { isLoopbackUrl, secretKeyBytes } from './target-url';
 

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Target } from '../forwarding/target-schema';
+import type { Target } from '../model/target-schema';
 
 /** Longest ordering key value kept as it is; a longer one is an error in the payload's shape, not a key. */
 const MAX_KEY_LENGTH = 200;

@@ -1,6 +1,6 @@
-import { compileFilter, type EventFilter, type FilterTest } from './filter';
-import { takesEnvironment } from '../config/environments';
-import { subscribes, type Target } from './target-schema';
+import { compileFilter, type EventFilter, type FilterTest } from '../model/filter';
+import { takesEnvironment } from '../model/environments';
+import { subscribes, type Target } from '../model/target-schema';
 
 /** Which targets get an event: those it is delivered to, and those subscribed whose filter left it out. */
 export interface Routing {
