@@ -25,7 +25,6 @@ export class PermanentDeliveryError extends UnrecoverableError {
     super(message);
     this.name = 'PermanentDeliveryError';
     this.stack = '';
-    Object.setPrototypeOf(this, new.target.prototype);
   }
 }
 

@@ -18,7 +18,6 @@ export class TransientDeliveryError extends Error {
     super(message);
     this.name = 'TransientDeliveryError';
     this.stack = '';
-    Object.setPrototypeOf(this, new.target.prototype);
   }
 }
 

@@ -1,3 +1,4 @@
+import { ServiceError } from '../model/errors';
 import type { BlockedKey, Sequencer } from '../ordering/sequencer';
 import type { QueueRegistry } from '../pipeline/queue-registry';
 import { UnknownTargetError } from './dead-letters';
@@ -34,21 +35,19 @@ export function createBlockedKeys(pipeline: Pick<QueueRegistry, 'deliveryQueue' 
 export type BlockedKeys = ReturnType<typeof createBlockedKeys>;
 
 /** The target has no `order`, so none of its keys can be blocked. 409. */
-export class NotOrderedError extends Error {
+export class NotOrderedError extends ServiceError {
+  readonly code = 'not_ordered';
   readonly status = 409;
   constructor(readonly target: string) {
     super(`target "${target}" does not order its deliveries (no order in its settings)`);
-    this.name = 'NotOrderedError';
-    Object.setPrototypeOf(this, new.target.prototype);
   }
 }
 
 /** No dead letter heads the key's deliveries (never blocked, or already replayed, discarded or released). 404. */
-export class KeyNotBlockedError extends Error {
+export class KeyNotBlockedError extends ServiceError {
+  readonly code = 'not_blocked';
   readonly status = 404;
   constructor(readonly target: string, readonly key: string) {
     super(`key ${JSON.stringify(key)} of target "${target}" is not blocked`);
-    this.name = 'KeyNotBlockedError';
-    Object.setPrototypeOf(this, new.target.prototype);
   }
 }

@@ -1,3 +1,4 @@
+import { ServiceError } from '../model/errors';
 import type { Job } from 'bullmq';
 import { markSeriesStart } from '../forwarding/delivery-story';
 import type { EventType } from '../model/event-table';
@@ -172,30 +173,31 @@ function isDeliveryJob(data: unknown): data is DeliveryJob {
 
 export type DeadLetters = ReturnType<typeof createDeadLetters>;
 
-export class UnknownTargetError extends Error {
+export class UnknownTargetError extends ServiceError {
+  readonly code = 'unknown_target';
+  readonly status = 404;
   constructor(readonly target: string) {
     super(`no target named "${target}"`);
-    this.name = 'UnknownTargetError';
-    Object.setPrototypeOf(this, new.target.prototype);
   }
 }
 
 /** The target has no delivery of that event. 404. */
-export class DeadLetterNotFoundError extends Error {
+export class DeadLetterNotFoundError extends ServiceError {
+  readonly code = 'not_found';
   readonly status = 404;
   constructor(readonly id: string) {
     super(`no dead letter ${id}`);
-    this.name = 'DeadLetterNotFoundError';
-    Object.setPrototypeOf(this, new.target.prototype);
   }
 }
 
 /** The delivery exists but has not failed (waiting, delayed, in flight or delivered), so it is no dead letter. 409. */
-export class NotDeadLetterError extends Error {
+export class NotDeadLetterError extends ServiceError {
+  readonly code = 'not_failed';
   readonly status = 409;
   constructor(readonly id: string, readonly state: string) {
     super(`${id} is not a dead letter: its delivery is ${state}`);
-    this.name = 'NotDeadLetterError';
-    Object.setPrototypeOf(this, new.target.prototype);
+  }
+  override answer() {
+    return { ...super.answer(), state: this.state };
   }
 }

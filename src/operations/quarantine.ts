@@ -1,3 +1,4 @@
+import { ServiceError } from '../model/errors';
 import { createHash } from 'node:crypto';
 import { eventDefinition } from '../model/event-table';
 import { isRequestJobId } from '../model/ids';
@@ -30,13 +31,11 @@ export type QuarantineReplayOutcome =
   | { id: string; outcome: 'not_found' };
 
 /** A corrected body was asked for, and `adminAllowCorrections` is off. 403. */
-export class CorrectionsDisabledError extends Error {
-  readonly status = 403;
+export class CorrectionsDisabledError extends ServiceError {
   readonly code = 'corrections_disabled';
+  readonly status = 403;
   constructor() {
     super('replaying with a corrected body is turned off (adminAllowCorrections: false, ADMIN_ALLOW_CORRECTIONS): a corrected body is not what the platform signed');
-    this.name = 'CorrectionsDisabledError';
-    Object.setPrototypeOf(this, new.target.prototype);
   }
 }
 

@@ -1,3 +1,4 @@
+import { ServiceError } from '../model/errors';
 import { ConfigError } from '../config/errors';
 import { loadEnvironments } from '../config/keys';
 import { loadConfig } from '../config/load';
@@ -16,12 +17,15 @@ export interface ReloadResult {
 }
 
 /** The file (with the environment) does not load: nothing was applied. 400 on the API. */
-export class ReloadRefusedError extends Error {
+export class ReloadRefusedError extends ServiceError {
+  readonly code = 'invalid_config';
   readonly status = 400;
   constructor(readonly problems: string[]) {
     super(`configuration not reloaded, the running one stays:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
-    this.name = 'ReloadRefusedError';
-    Object.setPrototypeOf(this, new.target.prototype);
+  }
+  /** The API says what was kept; the problems follow as a list. */
+  override answer() {
+    return { error: this.code, message: 'configuration not reloaded; the running one stays', problems: this.problems };
   }
 }
 

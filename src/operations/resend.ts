@@ -1,3 +1,4 @@
+import { ServiceError } from '../model/errors';
 import { takesEnvironment } from '../model/environments';
 import { markSeriesStart } from '../forwarding/delivery-story';
 import { planDeliveries, type PlannedEvent } from '../routing/plan';
@@ -22,32 +23,29 @@ export interface ResendResult {
 }
 
 /** An event id nobody knows: never received, or past the de-duplication window. 404. */
-export class UnknownEventError extends Error {
+export class UnknownEventError extends ServiceError {
+  readonly code = 'not_found';
   readonly status = 404;
   constructor(readonly eventId: string) {
     super(`no event ${eventId} (unknown, or past the de-duplication window)`);
-    this.name = 'UnknownEventError';
-    Object.setPrototypeOf(this, new.target.prototype);
   }
 }
 
 /** The event was received, but no job holds its body any more (completed-job retention). 410. */
-export class EventBodyGoneError extends Error {
+export class EventBodyGoneError extends ServiceError {
+  readonly code = 'body_gone';
   readonly status = 410;
   constructor(readonly eventId: string, retentionSeconds: number) {
     super(`event ${eventId} was received, but its body is gone: delivered jobs are kept ${retentionSeconds} s (retention.completed), so it can no longer be resent`);
-    this.name = 'EventBodyGoneError';
-    Object.setPrototypeOf(this, new.target.prototype);
   }
 }
 
 /** The named target does not take this event's type. 400. */
-export class NotSubscribedError extends Error {
+export class NotSubscribedError extends ServiceError {
+  readonly code = 'not_subscribed';
   readonly status = 400;
   constructor(target: string, eventType: string) {
     super(`target "${target}" does not subscribe to ${eventType}`);
-    this.name = 'NotSubscribedError';
-    Object.setPrototypeOf(this, new.target.prototype);
   }
 }
 
