@@ -1,4 +1,6 @@
 import { createHash } from 'node:crypto';
+import path from 'node:path';
+import { loadLua } from '../redis/lua';
 import { whenReady, type RedisClient } from '../redis/connect';
 import { ownKeys } from '../model/names';
 
@@ -46,12 +48,7 @@ export function requestIndexEntries(prefix: string, payload: unknown, ttlMs: num
   return { expiresAtMs, entries: ids.map((requestId) => ({ key: requestIndexBucket(prefix, requestId, nowMs), requestId })) };
 }
 
-const LOOK_UP = `local out = {}
-for i, key in ipairs(KEYS) do
-  local ids = redis.call('HGET', key, ARGV[1])
-  if ids then out[#out + 1] = ids end
-end
-return out`;
+const LOOK_UP = loadLua(path.join(__dirname, 'lua'), 'request-index-lookup');
 
 export async function eventIdsForRequest(redis: RedisClient, prefix: string, requestId: string, ttlMs: number, nowMs = Date.now()): Promise<string[]> {
   const days = Math.ceil(ttlMs / DAY_MS) + 1;
