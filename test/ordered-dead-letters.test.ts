@@ -1,5 +1,5 @@
 import { readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir, userInfo } from 'node:os';
+import { userInfo } from 'node:os';
 import path from 'node:path';
 import request from 'supertest';
 import { parse as parseYaml, stringify } from 'yaml';

@@ -68,7 +68,7 @@ export interface JobToAdd<D, N extends string> {
  * and is parked (added delayed by `parkMs`) unless it heads it.
  */
 export interface AddTo {
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a queue of any job type
+  /** A queue of any job type: the add is recorded from BullMQ itself, whatever the data. */
   queue: Queue<any, any, string>;
   job: JobToAdd<unknown, string>;
   ordered?: { sequenceKey: string; parkMs: number };

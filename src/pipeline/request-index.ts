@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { loadLua } from '../redis/lua';
-import { whenReady, type RedisClient } from '../redis/connect';
+import type { RedisClient } from '../redis/connect';
 import { ownKeys } from '../model/names';
 
 /**

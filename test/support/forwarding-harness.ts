@@ -9,7 +9,7 @@ import { wireAdmin } from '../../src/admin/wiring';
 import type { Express } from 'express';
 import type { Pipeline } from '../../src/pipeline/pipeline';
 import { buildHarness, LogCapture, type Harness } from './harness';
-import { FakePlatform } from './platform';
+import type { FakePlatform } from './platform';
 
 export const ADMIN_TEST_TOKEN = 'test-admin-token-0123456789';
 
