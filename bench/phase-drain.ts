@@ -13,7 +13,7 @@ import { benchTargets } from './workdir';
 
 type Kind = 'service' | 'baseline';
 
-/** Events of an ordered drain spread over this many ordering keys (issue 12's bench figure). */
+/** Events of an ordered drain spread over this many ordering keys (the figure docs/benchmarks.md reports). */
 export const ORDERED_DRAIN_KEYS = 1000;
 
 /** The service's multi-target drain: the same backlog fanned out to this many targets. */

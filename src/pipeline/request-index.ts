@@ -12,7 +12,7 @@ import { ownKeys } from '../model/names';
  * Entries live in small hashes, one per (UTC day, shard of the request id), each expiring a
  * de-duplication window after its day ends: a small hash is stored packed (listpack), about 60 B per
  * entry, where a key of its own per request id costs 120 B as a string and 248 B as a set (MEMORY
- * USAGE, issue 9). Look-ups read the request id's shard of every day still inside the window.
+ * USAGE). Look-ups read the request id's shard of every day still inside the window.
  */
 export function requestIdsOf(payload: unknown): string[] {
   if (typeof payload !== 'object' || payload === null) return [];
