@@ -18,8 +18,7 @@ export interface FanoutDeps extends WorkerDeps {
  * pipeline/producer.ts): kept in their type's queue, they are given one delivery job per target they
  * are routed to (subscribed, and its filter matching) once an operator retries them after adding a
  * target; an event that every subscribed target filtered out is completed here with the filtered
- * targets recorded for the event view; events queued by the earlier layout (an event job for every
- * notification) are still routed here. The delivery job id is the event id, so a retry after a
+ * targets recorded for the event view. The delivery job id is the event id, so a retry after a
  * partial failure gives no target a second delivery.
  */
 export function createFanoutWorker(eventType: EventType, deps: FanoutDeps): Worker<EventJob, RoutedFanoutResult> {

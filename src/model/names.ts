@@ -54,6 +54,4 @@ export const ownKeys = {
   orderBlocked: (prefix: string, target: string) => `${prefix}:ob:${target}`,
   /** One bucket of the request-id index (request id -> event ids): a day (UTC, days since 1970) and a shard. */
   requestIndex: (prefix: string, day: number, shard: number) => `${prefix}:r:${day}:${shard}`,
-  /** The index's earlier form (a set), still read until the last of its entries expires. */
-  legacyRequestIndex: (prefix: string, requestId: string) => `${prefix}:index:request_id:${requestId}`,
 };

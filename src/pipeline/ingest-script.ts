@@ -80,10 +80,10 @@ export interface Ingestion {
   adds: AddTo[];
   binding: ReplayBindingMode;
   /**
-   * Our de-duplication record of the event and what it holds (see ARGV[10]), and the earlier layout's
-   * record that also counts (absent when an add's own BullMQ de-duplication decides).
+   * Our de-duplication record of the event and what it holds (see ARGV[10]); absent when an add's own
+   * BullMQ de-duplication decides.
    */
-  dedup?: { key: string; earlierKey: string; ttlMs: number; value: string };
+  dedup?: { key: string; ttlMs: number; value: string };
   eventId: string;
   /** Request-index buckets (request id -> event ids) to add the event id to, and when they expire. */
   index?: { expiresAtMs: number; entries: { key: string; requestId: string }[] };
@@ -134,7 +134,7 @@ export function defineIngestScript(connection: RedisClient): IngestScript {
 async function scriptArgs({ adds, binding, dedup, eventId, index }: Ingestion): Promise<(string | Buffer | number)[]> {
   if (adds.length === 0) throw new Error('an ingestion adds at least one job');
   const entries = index?.entries ?? [];
-  const keys: (string | Buffer)[] = [binding.key, dedup?.key ?? binding.key, dedup?.earlierKey ?? binding.key, ...entries.map((e) => e.key)];
+  const keys: (string | Buffer)[] = [binding.key, dedup?.key ?? binding.key, ...entries.map((e) => e.key)];
   const bound = 'none' in binding ? undefined : binding;
   const argv: (string | Buffer)[] = [
     bound?.value ?? '',

@@ -35,8 +35,8 @@ export function createEventLookup(queues: Pick<QueueRegistry, 'redis' | 'prefix'
         if (job) return { kind: 'delivery', queue, job };
       }
       for (const queue of queues.eventQueues()) {
-        // Unrouted events have the event id as job id; the earlier layout's through BullMQ's record.
-        const job = (await queue.getJob(eventId)) ?? (await jobByDeduplicationId(queue, eventId));
+        // An event no target took is its own job, its id the event id.
+        const job = await queue.getJob(eventId);
         if (job) return { kind: 'event', queue, job };
       }
       const job = await jobByDeduplicationId(quarantine, eventId);
@@ -44,8 +44,8 @@ export function createEventLookup(queues: Pick<QueueRegistry, 'redis' | 'prefix'
     },
     async isKnown(eventId) {
       if ((await redis.exists(ownKeys.dedup(prefix, eventId))) > 0) return true;
-      for (const queue of [...queues.eventQueues(), quarantine]) if (await queue.getDeduplicationJobId(eventId)) return true;
-      return false;
+      // A quarantined notification is known through BullMQ's de-duplication in the quarantine queue.
+      return Boolean(await quarantine.getDeduplicationJobId(eventId));
     },
     eventIdsForRequest: (requestId) => eventIdsForRequest(redis, prefix, requestId, queues.options.dedupWindowMs),
   };

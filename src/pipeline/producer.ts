@@ -162,7 +162,6 @@ export function createProducer(connection: RedisClient, settings: ProducerSettin
       binding: bindingOf(event, replayKey),
       dedup: {
         key: ownKeys.dedup(settings.prefix, event.eventId),
-        earlierKey: `${eventQueue.keys.de}:${event.eventId}`,
         ttlMs: settings.dedupWindowMs,
         value: `m:${event.merchantId ?? ''}`,
       },

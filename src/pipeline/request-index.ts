@@ -53,9 +53,6 @@ const LOOK_UP = loadLua(path.join(__dirname, 'lua'), 'request-index-lookup');
 export async function eventIdsForRequest(redis: RedisClient, prefix: string, requestId: string, ttlMs: number, nowMs = Date.now()): Promise<string[]> {
   const days = Math.ceil(ttlMs / DAY_MS) + 1;
   const buckets = Array.from({ length: days }, (_, i) => requestIndexBucket(prefix, requestId, nowMs - i * DAY_MS));
-  const [found, earlier] = await Promise.all([
-    redis.eval(LOOK_UP, buckets.length, ...buckets, requestId) as Promise<string[]>,
-    redis.smembers(ownKeys.legacyRequestIndex(prefix, requestId)),
-  ]);
-  return [...new Set([...found.flatMap((ids) => ids.split(',')), ...earlier])].sort();
+  const found = (await redis.eval(LOOK_UP, buckets.length, ...buckets, requestId)) as string[];
+  return [...new Set(found.flatMap((ids) => ids.split(',')))].sort();
 }

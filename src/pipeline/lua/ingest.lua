@@ -13,15 +13,13 @@
   only when it heads the sequence, and otherwise parked (delayed) until the delivery before it is done
   (see ordering/sequencer.ts).
 
-  KEYS: [1] the replay key; [2] our de-duplication record and [3] the record the earlier layout left
-  (BullMQ's, in the event type's queue, until its window ends), both the replay key again when
-  BullMQ's own de-duplication (in the add's options) decides; [4..3 + buckets] the request-index
-  buckets; then for each add: (ordered only: its sequence) its keys (ordered only: the parked
-  variant's keys).
+  KEYS: [1] the replay key; [2] our de-duplication record, the replay key again when BullMQ's own
+  de-duplication (in the add's options) decides; [3..2 + buckets] the request-index buckets; then for
+  each add: (ordered only: its sequence) its keys (ordered only: the parked variant's keys).
   ARGV: [1] what the replay key is bound to (the event type); [2] the binding's TTL in ms; [3] '1' when
   a key bound to another value is refused (legacy) rather than a replay, '-' when the replay key is
   neither checked nor bound (a copy kept after its key was found bound elsewhere); [4] '1' when
-  KEYS[2] and KEYS[3] are ours to check (and KEYS[2] to write); [5] the record's TTL in ms; [6] the
+  KEYS[2] is ours to check and write; [5] the record's TTL in ms; [6] the
   event id; [7] when the index buckets expire (ms since 1970); [8] buckets; [9] adds; [10] what the
   record holds: `m:` and the event's `X-Merch-Id`, so a later copy under another one is a conflict,
   not a duplicate; [11..10 + buckets] each bucket's request id; then for each add: its mode ('now'
@@ -44,7 +42,7 @@ if binds then
   end
 end
 local own = ARGV[4] == '1'
-if own and redis.call('EXISTS', KEYS[2], KEYS[3]) > 0 then
+if own and redis.call('EXISTS', KEYS[2]) > 0 then
   if binds then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) end
   local first = redis.call('GET', KEYS[2])
   if first and string.sub(first, 1, 2) == 'm:' and first ~= ARGV[10] then return {'conflict', string.sub(first, 3)} end
@@ -53,7 +51,7 @@ end
 local eventId = ARGV[6]
 local buckets = tonumber(ARGV[8])
 local adds = tonumber(ARGV[9])
-local k = 4 + buckets
+local k = 3 + buckets
 local a = 11 + buckets
 local function keys(n) local t = {unpack(KEYS, k, k + n - 1)}; k = k + n; return t end
 local function args(n) local t = {unpack(ARGV, a, a + n - 1)}; a = a + n; return t end
@@ -83,7 +81,7 @@ for i = 1, adds do
 end
 if own then redis.call('SET', KEYS[2], ARGV[10], 'PX', ARGV[5]) end
 for i = 1, buckets do
-  local key = KEYS[3 + i]
+  local key = KEYS[2 + i]
   local field = ARGV[10 + i]
   local ids = redis.call('HGET', key, field)
   if not ids then
