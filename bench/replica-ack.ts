@@ -19,8 +19,8 @@ import { createPipeline, pipelineOptions } from '../src/pipeline/pipeline';
 import { startReceiver } from '../src/receiver';
 import { createRedisConnector } from '../src/redis/connect';
 import { generateTestKeyPair } from '../src/signing/keypair';
-import { flagsToEnv } from './options';
-import { presign, type PresignedRequest } from './presign';
+import { flagsToEnv } from './harness/options';
+import { presign, type PresignedRequest } from './harness/presign';
 
 interface Round {
   ack: number;

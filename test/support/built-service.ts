@@ -1,7 +1,7 @@
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { transformFileSync } from '@swc/core';
-import { serviceNodeFlags } from '../../bench/processes';
+import { serviceNodeFlags } from '../../bench/harness/processes';
 
 const ROOT = path.resolve(__dirname, '../..');
 

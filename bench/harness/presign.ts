@@ -1,7 +1,7 @@
 import type { KeyObject } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
-import { EVENT_TABLE } from '../src/model/event-table';
-import { randomNonce, signCurrent } from '../src/signing/sign';
+import { EVENT_TABLE } from '../../src/model/event-table';
+import { randomNonce, signCurrent } from '../../src/signing/sign';
 import { uniqueSampleBody } from './bodies';
 
 /** One notification ready to send: signed, with a nonce of its own. */

@@ -1,7 +1,7 @@
-import { loadConfig } from '../src/config/load';
-import type { Config } from '../src/config/schema';
-import { keyPrefix } from '../src/model/names';
-import { pipelineOptions, type PipelineOptions } from '../src/pipeline/pipeline';
+import { loadConfig } from '../../src/config/load';
+import type { Config } from '../../src/config/schema';
+import { keyPrefix } from '../../src/model/names';
+import { pipelineOptions, type PipelineOptions } from '../../src/pipeline/pipeline';
 
 /** The service's default configuration (config/default.yaml), for settings the harness must mirror. */
 export function serviceDefaults(): Config {

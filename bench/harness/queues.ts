@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { openQueue } from '../src/pipeline/queues';
+import { openQueue } from '../../src/pipeline/queues';
 import { sleep } from './processes';
 
 /** Every BullMQ queue under a prefix (each has a `meta` hash), the service's delivery queues included. */

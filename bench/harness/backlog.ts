@@ -1,18 +1,18 @@
 import { randomBytes } from 'node:crypto';
-import { keyPrefix } from '../src/model/names';
-import { EVENT_TABLE, type EventType } from '../src/model/event-table';
-import { eventJob, type Received } from '../src/model/jobs';
-import { eventIdFor } from '../src/model/ids';
-import { createPipeline } from '../src/pipeline/pipeline';
-import { createRedisConnector, type RedisClient } from '../src/redis/connect';
-import { parsePayload } from '../src/receiving/parse-payload';
-import { randomNonce } from '../src/signing/sign';
-import { createBaselineProducer } from './baseline-producer';
-import type { VerifiedRequest } from './event-job';
+import { keyPrefix } from '../../src/model/names';
+import { EVENT_TABLE, type EventType } from '../../src/model/event-table';
+import { eventJob, type Received } from '../../src/model/jobs';
+import { eventIdFor } from '../../src/model/ids';
+import { createPipeline } from '../../src/pipeline/pipeline';
+import { createRedisConnector, type RedisClient } from '../../src/redis/connect';
+import { parsePayload } from '../../src/receiving/parse-payload';
+import { randomNonce } from '../../src/signing/sign';
+import { createBaselineProducer } from '../subjects/baseline-producer';
+import type { VerifiedRequest } from '../subjects/event-job';
 import { uniqueSampleBody } from './bodies';
-import { pipelineOptionsFor, serviceDefaults } from './service-defaults';
+import { pipelineOptionsFor, serviceDefaults } from '../subjects/service-defaults';
 import { ORDER_FIELD } from './workdir';
-import { targetSchema, type Target } from '../src/model/target-schema';
+import { targetSchema, type Target } from '../../src/model/target-schema';
 
 /** Queues one verified request; resolves false when it was not newly accepted. */
 type Enqueue = (request: VerifiedRequest) => Promise<boolean>;
@@ -53,7 +53,7 @@ function receivedOf(r: VerifiedRequest): Received {
 
 /** The baselines' own producer, which the raw worker drains. */
 function baselineProducer(connection: RedisClient, prefix: string) {
-  // Under the service's key layout, where the raw worker (bench/raw-worker.ts) looks.
+  // Under the service's key layout, where the raw worker (bench/subjects/raw-worker.ts) looks.
   const producer = createBaselineProducer(connection, keyPrefix(prefix));
   const enqueue: Enqueue = async (r) => {
     await producer.add(r);
@@ -68,7 +68,7 @@ function baselineProducer(connection: RedisClient, prefix: string) {
  * (workers never verify); the signature header gets a random value of the real length.
  */
 export interface BacklogOptions {
-  /** The service's targets (bench/workdir.ts benchTargets). */
+  /** The service's targets (bench/harness/workdir.ts benchTargets). */
   targets: Record<string, unknown>[];
   /** Spread the events over this many ordering keys (`data.bench_key`); 0: none. */
   orderKeys: number;

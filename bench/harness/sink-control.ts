@@ -18,7 +18,7 @@ export class Sink {
   ) {}
 
   static async start(): Promise<Sink> {
-    const child = forkBench('sink', [], {});
+    const child = forkBench('harness/sink', [], {});
     const ready = await waitForMessage<{ type: 'ready'; port: number }>(child, 'ready', 20_000);
     return new Sink(child, `http://127.0.0.1:${ready.port}/hook`);
   }

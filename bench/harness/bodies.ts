@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import type { EventType } from '../src/model/event-table';
-import { sampleBody } from '../src/signing/samples';
+import type { EventType } from '../../src/model/event-table';
+import { sampleBody } from '../../src/signing/samples';
 
 const RUN_TAG = randomBytes(4).toString('hex');
 let counter = 0;

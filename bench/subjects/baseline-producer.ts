@@ -6,9 +6,9 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { Queue } from 'bullmq';
-import type { RedisClient } from '../src/redis/connect';
-import { EVENT_TABLE, type EventType } from '../src/model/event-table';
-import { eventJobOptions } from '../src/model/job-options';
+import type { RedisClient } from '../../src/redis/connect';
+import { EVENT_TABLE, type EventType } from '../../src/model/event-table';
+import { eventJobOptions } from '../../src/model/job-options';
 import { buildEventJob, type VerifiedRequest } from './event-job';
 import { serviceDefaults } from './service-defaults';
 

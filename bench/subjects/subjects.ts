@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 import { request } from 'undici';
-import { forkBench, freePort, sleep, spawnService, stopChild, waitForMessage } from './processes';
+import { forkBench, freePort, sleep, spawnService, stopChild, waitForMessage } from '../harness/processes';
 
 /** A process under test: the service, the lean baseline server, or the raw worker. */
 export interface Subject {
@@ -93,7 +93,7 @@ export interface BaselineStart {
 }
 
 export async function startBaselineServer(opts: BaselineStart): Promise<Subject> {
-  const child = forkBench('baseline-server', [], {
+  const child = forkBench('subjects/baseline-server', [], {
     REDIS_URL: opts.redisUrl,
     PUBLIC_KEY_FILE: opts.publicKeyFile,
     QUEUE_PREFIX: opts.prefix,
@@ -107,7 +107,7 @@ export async function startBaselineServer(opts: BaselineStart): Promise<Subject>
 }
 
 export async function startRawWorkerProcess(opts: { redisUrl: string; prefix: string; sinkUrl: string; concurrency: number }): Promise<Subject> {
-  const child = forkBench('raw-worker', [], {
+  const child = forkBench('subjects/raw-worker', [], {
     REDIS_URL: opts.redisUrl,
     QUEUE_PREFIX: opts.prefix,
     SINK_URL: opts.sinkUrl,

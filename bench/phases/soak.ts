@@ -1,10 +1,10 @@
-import type { BenchContext } from './context';
-import { runLoad } from './load';
-import { endToEnd, startFullSubject } from './phase-fixed-rate';
-import { presign } from './presign';
-import type { SoakFigures, SoakPhase } from './results';
-import { MB, RssSampler, toMB, type RssSample } from './rss';
-import { slope } from './stats';
+import type { BenchContext } from '../harness/context';
+import { runLoad } from '../harness/load';
+import { endToEnd, startFullSubject } from './fixed-rate';
+import { presign } from '../harness/presign';
+import type { SoakFigures, SoakPhase } from '../harness/results';
+import { MB, RssSampler, toMB, type RssSample } from '../harness/rss';
+import { slope } from '../harness/stats';
 
 type Kind = 'service' | 'baseline';
 

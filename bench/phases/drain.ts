@@ -1,15 +1,15 @@
-import { enqueueBacklog } from './backlog';
-import { keyPrefix } from '../src/model/names';
-import type { BenchContext } from './context';
-import { FORWARDING_MISSING, serviceLogFile } from './context';
-import { cpuMsOf } from './cpu';
-import { sleep } from './processes';
-import { expireRetainedCompleted, waitUntilSettled } from './queues';
-import { censusKeys, expireExpiringKeys, memoryUsage } from './redis';
-import type { DrainFigures, DrainPhase, MaybeDrain } from './results';
-import { RssSampler, rssOf, toMB } from './rss';
-import { startRawWorkerProcess, startService, type Subject } from './subjects';
-import { benchTargets } from './workdir';
+import { enqueueBacklog } from '../harness/backlog';
+import { keyPrefix } from '../../src/model/names';
+import type { BenchContext } from '../harness/context';
+import { FORWARDING_MISSING, serviceLogFile } from '../harness/context';
+import { cpuMsOf } from '../harness/cpu';
+import { sleep } from '../harness/processes';
+import { expireRetainedCompleted, waitUntilSettled } from '../harness/queues';
+import { censusKeys, expireExpiringKeys, memoryUsage } from '../harness/redis';
+import type { DrainFigures, DrainPhase, MaybeDrain } from '../harness/results';
+import { RssSampler, rssOf, toMB } from '../harness/rss';
+import { startRawWorkerProcess, startService, type Subject } from '../subjects/subjects';
+import { benchTargets } from '../harness/workdir';
 
 type Kind = 'service' | 'baseline';
 

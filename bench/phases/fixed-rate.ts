@@ -1,14 +1,14 @@
-import type { BenchContext } from './context';
-import { CpuMeter, cpuFigures } from './cpu';
-import { FORWARDING_MISSING, serviceLogFile } from './context';
-import type { LoadResult } from './load-protocol';
-import { runLoad } from './load';
-import { presign, type PresignedRequest } from './presign';
-import { sleep } from './processes';
-import type { FixedRateFigures, FixedRatePhase } from './results';
-import { RssSampler, rssOf, toMB } from './rss';
-import { summarize, type LatencySummary } from './stats';
-import { startBaselineServer, startService, type Subject } from './subjects';
+import type { BenchContext } from '../harness/context';
+import { CpuMeter, cpuFigures } from '../harness/cpu';
+import { FORWARDING_MISSING, serviceLogFile } from '../harness/context';
+import type { LoadResult } from '../harness/load-protocol';
+import { runLoad } from '../harness/load';
+import { presign, type PresignedRequest } from '../harness/presign';
+import { sleep } from '../harness/processes';
+import type { FixedRateFigures, FixedRatePhase } from '../harness/results';
+import { RssSampler, rssOf, toMB } from '../harness/rss';
+import { summarize, type LatencySummary } from '../harness/stats';
+import { startBaselineServer, startService, type Subject } from '../subjects/subjects';
 
 type Kind = 'service' | 'baseline';
 

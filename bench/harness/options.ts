@@ -1,6 +1,6 @@
 import path from 'node:path';
-import { projectRoot } from '../src/config/project-root';
-import { EVENT_TYPES } from '../src/model/event-table';
+import { projectRoot } from '../../src/config/project-root';
+import { EVENT_TYPES } from '../../src/model/event-table';
 
 export const PHASES = ['ingest', 'fixedRate', 'drain', 'growth', 'soak'] as const;
 export type PhaseName = (typeof PHASES)[number];

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { EventType } from '../src/model/event-table';
-import type { EventJob } from '../src/model/jobs';
+import type { EventType } from '../../src/model/event-table';
+import type { EventJob } from '../../src/model/jobs';
 
 export interface VerifiedRequest {
   eventType: EventType;

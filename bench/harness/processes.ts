@@ -1,7 +1,7 @@
 import { fork, spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { projectRoot } from '../src/config/project-root';
+import { projectRoot } from '../../src/config/project-root';
 
 export const PROJECT_ROOT = projectRoot(__dirname);
 
@@ -12,8 +12,9 @@ export const PROJECT_ROOT = projectRoot(__dirname);
  */
 const RUNNING_FROM_TS = __filename.endsWith('.ts');
 
+/** A module of the bench by its path under bench/ without extension (`subjects/raw-worker`), as source or built. */
 export function benchModule(name: string): string {
-  return path.join(__dirname, `${name}${RUNNING_FROM_TS ? '.ts' : '.js'}`);
+  return path.join(__dirname, '..', `${name}${RUNNING_FROM_TS ? '.ts' : '.js'}`);
 }
 
 export function serviceModule(): string {
@@ -115,7 +116,7 @@ export function waitForMessage<T extends { type: string }>(child: ChildProcess, 
 }
 
 /** SIGTERM, then SIGKILL if the child has not exited within the bound. */
-export { stopChild } from '../src/demo/stop-child';
-export { freePort } from '../src/demo/redis-server';
+export { stopChild } from '../../src/demo/stop-child';
+export { freePort } from '../../src/demo/redis-server';
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

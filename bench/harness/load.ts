@@ -22,7 +22,7 @@ export async function runLoad(workdir: Workdir, spec: SpecWithoutFile, requests:
   const full = { ...spec, requestsFile } as LoadSpec;
   writeFileSync(specFile, JSON.stringify(full));
   const expectedMs = full.mode === 'paced' ? (requests.length / full.rate) * 1000 : requests.length * 5;
-  const child = forkBench('load-child', [specFile], {}, ['--max-old-space-size=2048']);
+  const child = forkBench('harness/load-child', [specFile], {}, ['--max-old-space-size=2048']);
   try {
     return await waitForMessage<LoadResult>(child, 'result', expectedMs + full.timeoutSec * 1000 + 60_000);
   } finally {

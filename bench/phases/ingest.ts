@@ -1,14 +1,14 @@
-import type { BenchContext } from './context';
-import { keyPrefix } from '../src/model/names';
-import { CpuMeter, cpuFigures } from './cpu';
-import { serviceLogFile } from './context';
-import { runLoad } from './load';
-import { presign } from './presign';
-import { sleep } from './processes';
-import { jobTotals } from './queues';
-import type { IngestFigures, IngestPhase } from './results';
-import { RssSampler, rssOf, toMB } from './rss';
-import { startBaselineServer, startService, type Subject } from './subjects';
+import type { BenchContext } from '../harness/context';
+import { keyPrefix } from '../../src/model/names';
+import { CpuMeter, cpuFigures } from '../harness/cpu';
+import { serviceLogFile } from '../harness/context';
+import { runLoad } from '../harness/load';
+import { presign } from '../harness/presign';
+import { sleep } from '../harness/processes';
+import { jobTotals } from '../harness/queues';
+import type { IngestFigures, IngestPhase } from '../harness/results';
+import { RssSampler, rssOf, toMB } from '../harness/rss';
+import { startBaselineServer, startService, type Subject } from '../subjects/subjects';
 
 /** The service, the node:http baseline, and the same baseline handler inside one Express middleware. */
 type Kind = 'service' | 'baseline' | 'express';

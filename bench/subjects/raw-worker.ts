@@ -6,9 +6,9 @@
 import { Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { Agent, request } from 'undici';
-import { EVENT_TYPES } from '../src/model/event-table';
-import { keyPrefix } from '../src/model/names';
-import type { EventJob } from '../src/model/jobs';
+import { EVENT_TYPES } from '../../src/model/event-table';
+import { keyPrefix } from '../../src/model/names';
+import type { EventJob } from '../../src/model/jobs';
 
 export interface RawWorkerOptions {
   redisUrl: string;

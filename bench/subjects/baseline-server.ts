@@ -12,7 +12,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import express, { type Express, type Request, type Response } from 'express';
 import { Redis } from 'ioredis';
-import { keyPrefix } from '../src/model/names';
+import { keyPrefix } from '../../src/model/names';
 import { createBaselineProducer } from './baseline-producer';
 import { startRawWorker, type RunningRawWorker } from './raw-worker';
 import { serviceDefaults } from './service-defaults';

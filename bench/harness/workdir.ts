@@ -3,9 +3,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { stringify } from 'yaml';
-import { generateTestKeyPair } from '../src/signing/keypair';
+import { generateTestKeyPair } from '../../src/signing/keypair';
 
-/** The field of a backlog body that an ordered drain orders by (bench/backlog.ts fills it). */
+/** The field of a backlog body that an ordered drain orders by (bench/harness/backlog.ts fills it). */
 export const ORDER_FIELD = 'bench_key';
 
 /**
