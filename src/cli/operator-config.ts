@@ -1,7 +1,7 @@
-import { ServiceError } from '../model/errors';
 import { describeRedis, redisTopologySetting } from '../config/describe';
 import { loadConfigDetailed, type LoadedConfig, type SettingOrigin } from '../config/load';
 import type { Config } from '../config/schema';
+import { ServiceError } from '../model/errors';
 
 export interface OperatorEnv {
   env: Record<string, string | undefined>;

@@ -1,4 +1,5 @@
 import { ServiceError } from '../model/errors';
+
 /**
  * Bytes the process holds for request bodies not yet verified, across all requests. Without it, a
  * thousand senders each holding a body one byte short of the limit hold a thousand bodies in memory;

@@ -1,6 +1,6 @@
-import { ServiceError } from '../model/errors';
 import type { IncomingMessage } from 'node:http';
 import { BudgetExhaustedError, type BudgetHold } from './body-budget';
+import { ServiceError } from '../model/errors';
 
 export class BodyTooLargeError extends ServiceError {
   readonly code = 'body_too_large';

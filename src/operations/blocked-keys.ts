@@ -1,7 +1,7 @@
-import { ServiceError } from '../model/errors';
 import type { BlockedKey, Sequencer } from '../ordering/sequencer';
 import type { QueueRegistry } from '../pipeline/queue-registry';
 import { UnknownTargetError } from './dead-letters';
+import { ServiceError } from '../model/errors';
 
 /**
  * The ordering keys of a target (`order`, `onDeadLetter: block`) whose first delivery is a dead letter,

@@ -1,4 +1,3 @@
-import { ServiceError } from '../model/errors';
 import type { Job } from 'bullmq';
 import { markSeriesStart } from '../forwarding/delivery-story';
 import type { EventType } from '../model/event-table';
@@ -6,6 +5,7 @@ import type { DeliveryFailure, DeliveryJob } from '../model/jobs';
 import type { QueueRegistry } from '../pipeline/queue-registry';
 import type { DeliveryQueue } from '../model/queues';
 import { isEventId } from '../model/ids';
+import { ServiceError } from '../model/errors';
 
 export interface DeadLetter {
   /** `<target>/<job id>`: what replay takes. */

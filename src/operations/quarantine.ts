@@ -1,4 +1,3 @@
-import { ServiceError } from '../model/errors';
 import { createHash } from 'node:crypto';
 import { eventDefinition } from '../model/event-table';
 import { isRequestJobId } from '../model/ids';
@@ -6,6 +5,7 @@ import { decodeRawBody, eventJob, type QuarantineReason } from '../model/jobs';
 import type { Producer } from '../pipeline/producer';
 import type { QueueRegistry } from '../pipeline/queue-registry';
 import { parsePayload } from '../receiving/parse-payload';
+import { ServiceError } from '../model/errors';
 
 export interface QuarantinedView {
   id: string;

@@ -1,4 +1,3 @@
-import { ServiceError } from '../model/errors';
 import { ConfigError } from '../config/errors';
 import { loadEnvironments } from '../config/keys';
 import { loadConfig } from '../config/load';
@@ -7,6 +6,7 @@ import type { RunningWorkers } from '../forwarding/workers';
 import { writeAudit, type Actor } from '../logging/audit';
 import type { Logger } from '../logging/logger';
 import type { QueueRegistry } from '../pipeline/queue-registry';
+import { ServiceError } from '../model/errors';
 
 export interface ReloadResult {
   added: string[];

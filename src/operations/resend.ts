@@ -1,4 +1,3 @@
-import { ServiceError } from '../model/errors';
 import { takesEnvironment } from '../model/environments';
 import { markSeriesStart } from '../forwarding/delivery-story';
 import { planDeliveries, type PlannedEvent } from '../routing/plan';
@@ -9,6 +8,7 @@ import type { EventLookup } from '../pipeline/lookup';
 import type { Producer } from '../pipeline/producer';
 import type { QueueRegistry } from '../pipeline/queue-registry';
 import { UnknownTargetError } from './dead-letters';
+import { ServiceError } from '../model/errors';
 
 /**
  * `filtered`: the target's filter leaves the event out, so nothing is sent; a resend does not

@@ -1,4 +1,5 @@
 import { ServiceError } from '../model/errors';
+
 /** Redis did not confirm the job in time (down, slow or refusing writes): nothing may be acknowledged. */
 export class EnqueueUnavailableError extends ServiceError {
   readonly code = 'unavailable';

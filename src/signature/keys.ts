@@ -1,5 +1,5 @@
-import { ServiceError } from '../model/errors';
 import { createPublicKey, type KeyObject, X509Certificate } from 'node:crypto';
+import { ServiceError } from '../model/errors';
 
 export class PublicKeyConfigError extends ServiceError {
   readonly code = 'invalid_public_key';
