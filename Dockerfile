@@ -1,4 +1,4 @@
-# The service alone: built from src/ without the demo and dev tools (tsconfig.build.json), production
+# The service alone: built from src/ without the demo (tsconfig.build.json), production
 # dependencies only. No `# syntax=` line or BuildKit-only syntax: it builds with no registry reachable
 # once the base image is present (scripts/container-check.sh builds that base locally).
 FROM node:24-bookworm-slim AS build
@@ -6,10 +6,11 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
+COPY scripts/copy-lua.js ./scripts/
 COPY src ./src
 # typescript stays after the prune only as valibot's optional peer (through @bull-board/api), which
 # nothing loads at run time: 23 MB of compiler out of the image.
-RUN npx tsc -p tsconfig.build.json && npm prune --omit=dev --no-audit --no-fund && rm -rf node_modules/typescript
+RUN npx tsc -p tsconfig.build.json && node scripts/copy-lua.js && npm prune --omit=dev --no-audit --no-fund && rm -rf node_modules/typescript
 
 FROM node:24-bookworm-slim
 # The admin port (probes, /metrics, dashboard) must be reachable from outside the container; it is

@@ -20,14 +20,14 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { keyPrefix } from '../src/pipeline/names';
-import { runLoad } from './load';
-import { presign } from './presign';
-import { baseEnv, benchModule, freePort, killAllChildren, serviceModule, serviceNodeFlags, sleep, stopChild, waitForMessage } from './processes';
-import { jobTotals } from './queues';
-import { cpuMsOf } from './cpu';
-import { BenchRedis } from './redis';
-import { Workdir } from './workdir';
+import { keyPrefix } from '../src/model/names';
+import { runLoad } from './harness/load';
+import { presign } from './harness/presign';
+import { baseEnv, benchModule, freePort, killAllChildren, serviceModule, serviceNodeFlags, sleep, stopChild, waitForMessage } from './harness/processes';
+import { jobTotals } from './harness/queues';
+import { cpuMsOf } from './harness/cpu';
+import { BenchRedis } from './harness/redis';
+import { Workdir } from './harness/workdir';
 
 type Kind = 'service' | 'express' | 'node';
 
@@ -104,7 +104,7 @@ async function start(kind: Kind, redis: BenchRedis, workdir: Workdir, prefix: st
           serviceModule(),
           process.argv.some((a) => a.startsWith('--node-flags=')) ? argValue('node-flags', '').split(' ').filter(Boolean) : serviceNodeFlags(),
         ]
-      : [{ ...common, PUBLIC_KEY_FILE: workdir.publicKeyFile, RAW_CONCURRENCY: '1', ...(kind === 'express' ? { BASELINE_HTTP: 'express' } : {}) }, benchModule('baseline-server'), []];
+      : [{ ...common, PUBLIC_KEY_FILE: workdir.publicKeyFile, RAW_CONCURRENCY: '1', ...(kind === 'express' ? { BASELINE_HTTP: 'express' } : {}) }, benchModule('subjects/baseline-server'), []];
   // The service's log lines are formatted and written, to /dev/null, as in the bench.
   const fullEnv = baseEnv(env);
   const argv = [process.execPath, ...flags, script];

@@ -12,15 +12,15 @@ import path from 'node:path';
 import { request } from 'undici';
 import { loadEnvironments } from '../src/config/keys';
 import { loadConfig } from '../src/config/load';
-import { RedisServer } from '../src/devtools/redis-server';
+import { RedisServer } from '../src/demo/redis-server';
 import { createLogger } from '../src/logging/logger';
 import { createMetrics } from '../src/monitoring/metrics';
 import { createPipeline, pipelineOptions } from '../src/pipeline/pipeline';
 import { startReceiver } from '../src/receiver';
 import { createRedisConnector } from '../src/redis/connect';
 import { generateTestKeyPair } from '../src/signing/keypair';
-import { flagsToEnv } from './options';
-import { presign, type PresignedRequest } from './presign';
+import { flagsToEnv } from './harness/options';
+import { presign, type PresignedRequest } from './harness/presign';
 
 interface Round {
   ack: number;

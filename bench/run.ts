@@ -6,19 +6,19 @@
 import { mkdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { BenchContext } from './context';
-import { benchOptions, flagsToEnv, type BenchOptions } from './options';
-import { runDrainPhase } from './phase-drain';
-import { runFixedRatePhase } from './phase-fixed-rate';
-import { ingestRound, runIngestPhase } from './phase-ingest';
-import { runSoakPhase } from './phase-soak';
-import { forwardingAvailable, killAllChildren, overrideServiceNodeFlags } from './processes';
-import { newestProfile, summarizeProfile } from './profile-summary';
-import { BenchRedis } from './redis';
-import { buildRows, renderProfile, renderTable, writeResults } from './report';
-import type { BenchResult, DrainPhase } from './results';
-import { Sink } from './sink-control';
-import { Workdir } from './workdir';
+import type { BenchContext } from './harness/context';
+import { benchOptions, flagsToEnv, type BenchOptions } from './harness/options';
+import { runDrainPhase } from './phases/drain';
+import { runFixedRatePhase } from './phases/fixed-rate';
+import { ingestRound, runIngestPhase } from './phases/ingest';
+import { runSoakPhase } from './phases/soak';
+import { forwardingAvailable, killAllChildren, overrideServiceNodeFlags } from './harness/processes';
+import { newestProfile, summarizeProfile } from './harness/profile-summary';
+import { BenchRedis } from './harness/redis';
+import { buildRows, renderProfile, renderTable, writeResults } from './harness/report';
+import type { BenchResult, DrainPhase } from './harness/results';
+import { Sink } from './harness/sink-control';
+import { Workdir } from './harness/workdir';
 
 function machine(redisVersion: string): BenchResult['meta']['machine'] {
   return {

@@ -4,7 +4,7 @@ import { mistypedEnv } from './config/env-warnings';
 import { loadConfigDetailed } from './config/load';
 import { createLogger } from './logging/logger';
 import { createMetrics } from './monitoring/metrics';
-import { keyPrefix } from './pipeline/names';
+import { keyPrefix } from './model/names';
 import { createRedisConnector } from './redis/connect';
 import { startService } from './service';
 

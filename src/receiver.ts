@@ -6,7 +6,7 @@ import type { PlatformEnvironment } from './config/keys';
 import type { Config } from './config/schema';
 import { createApp } from './http/app';
 import { createPublicServer } from './http/public-server';
-import { createSourceAllowlist } from './http/source-allowlist';
+import { createSourceAllowlist } from './model/subnets';
 import { BodyBudget } from './http/body-budget';
 import { gateConnections } from './http/connection-gate';
 import type { Logger } from './logging/logger';

@@ -1,7 +1,7 @@
 import request from 'supertest';
 import type { Express } from 'express';
 import { describeDashboardRoute } from '../src/admin/dashboard-writes';
-import { EVENT_TYPES } from '../src/events/table';
+import { EVENT_TYPES } from '../src/model/event-table';
 import { sampleBody } from '../src/signing/samples';
 import { wireAdmin } from '../src/admin/wiring';
 import { loadConfig } from '../src/config/load';

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { runLoad } from '../bench/load';
-import { Workdir } from '../bench/workdir';
+import { runLoad } from '../bench/harness/load';
+import { Workdir } from '../bench/harness/workdir';
 
 /**
  * The saturating load generator's timing. autocannon notices that it has sent its `amount` only at

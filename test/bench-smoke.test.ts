@@ -1,11 +1,11 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { benchOptions } from '../bench/options';
-import { forwardingAvailable } from '../bench/processes';
-import type { BenchResult, DrainPhase } from '../bench/results';
+import { benchOptions } from '../bench/harness/options';
+import { forwardingAvailable } from '../bench/harness/processes';
+import type { BenchResult, DrainPhase } from '../bench/harness/results';
 import { runBench } from '../bench/run';
-import type { LatencySummary } from '../bench/stats';
+import type { LatencySummary } from '../bench/harness/stats';
 
 /**
  * A few seconds of every benchmark phase, so the harness (`npm run bench`) keeps working: its own

@@ -1,5 +1,5 @@
 import { writeFileSync } from 'node:fs';
-import { tmpdir, userInfo } from 'node:os';
+import { userInfo } from 'node:os';
 import path from 'node:path';
 import { stringify } from 'yaml';
 import { runCli } from '../src/cli/run';

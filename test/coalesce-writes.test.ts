@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net';
 import { Redis } from 'ioredis';
-import { targetSchema } from '../src/forwarding/target-schema';
+import { targetSchema } from '../src/model/target-schema';
 import { createPipeline, pipelineOptions, type Pipeline } from '../src/pipeline/pipeline';
 import { coalesceWritesThisTurn } from '../src/redis/coalesce-writes';
 import { testConfig } from './support/harness';

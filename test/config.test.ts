@@ -3,9 +3,9 @@ import path from 'node:path';
 import { loadPlatformKeys } from '../src/config/keys';
 import { ConfigError } from '../src/config/errors';
 import { loadConfig } from '../src/config/load';
-import { EVENT_TYPES } from '../src/events/table';
+import { EVENT_TYPES } from '../src/model/event-table';
 import { createRedisConnector } from '../src/redis/connect';
-import { redisTarget } from '../src/redis/target';
+import { redisTarget } from '../src/config/redis-target';
 import { loadVectors } from './support/vectors';
 import { tempDir } from './support/temp-dir';
 

@@ -1,10 +1,10 @@
 import { writeFileSync } from 'node:fs';
-import { tmpdir, userInfo } from 'node:os';
+import { userInfo } from 'node:os';
 import path from 'node:path';
 import request from 'supertest';
 import { stringify } from 'yaml';
 import { runCli } from '../src/cli/run';
-import { eventIdFor } from '../src/pipeline/ids';
+import { eventIdFor } from '../src/model/ids';
 import { ADMIN_TEST_TOKEN, buildForwarding, waitUntil, type ForwardingHarness } from './support/forwarding-harness';
 import { LogCapture } from './support/harness';
 import { FakePlatform } from './support/platform';

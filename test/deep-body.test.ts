@@ -1,8 +1,8 @@
 import request from 'supertest';
 import { EnqueueUnavailableError } from '../src/pipeline/errors';
-import { eventIdFor } from '../src/pipeline/ids';
-import type { EventJob } from '../src/pipeline/jobs';
-import { toDeliveryJob } from '../src/pipeline/jobs';
+import { eventIdFor } from '../src/model/ids';
+import type { EventJob } from '../src/model/jobs';
+import { toDeliveryJob } from '../src/model/jobs';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../src/receiving/json-depth';
 import { ADMIN_TEST_TOKEN, buildForwarding, type ForwardingHarness } from './support/forwarding-harness';
 import { FakePlatform } from './support/platform';

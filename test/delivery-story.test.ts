@@ -5,7 +5,7 @@ import request from 'supertest';
 import { stringify } from 'yaml';
 import { runCli } from '../src/cli/run';
 import { deliveryStory } from '../src/forwarding/delivery-story';
-import type { DeliveryJob } from '../src/pipeline/jobs';
+import type { DeliveryJob } from '../src/model/jobs';
 import { ADMIN_TEST_TOKEN, buildForwarding, waitUntil, type ForwardingHarness } from './support/forwarding-harness';
 import { FakePlatform } from './support/platform';
 import { TargetServer } from './support/target-server';

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Redis } from 'ioredis';
-import { stopChild } from '../src/devtools/stop-child';
+import { stopChild } from '../src/demo/stop-child';
 import { testRedisUrl } from './support/harness';
 
 // The quick start's demo, run as the README says (`DEMO_EXIT=1 npm run demo`, which builds first),

@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { stringify } from 'yaml';
-import { eventIdFor } from '../src/pipeline/ids';
+import { eventIdFor } from '../src/model/ids';
 import { testRedisUrl, uniquePrefix } from './support/harness';
 import { FakePlatform } from './support/platform';
 import { postRaw } from './support/post-raw';

@@ -6,7 +6,7 @@ import { PassThrough } from 'node:stream';
 import { runCli } from '../src/cli/run';
 import { createLogger } from '../src/logging/logger';
 import { createReloader, ReloadRefusedError } from '../src/operations/reload';
-import { eventIdFor } from '../src/pipeline/ids';
+import { eventIdFor } from '../src/model/ids';
 import { ADMIN_TEST_TOKEN, buildForwarding, waitUntil, type ForwardingHarness } from './support/forwarding-harness';
 import { counterValue } from './support/metric-value';
 import { FakePlatform } from './support/platform';

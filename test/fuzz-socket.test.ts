@@ -1,7 +1,7 @@
 import fc from 'fast-check';
-import { EVENT_TYPES } from '../src/events/table';
+import { EVENT_TYPES } from '../src/model/event-table';
 import { startWorkers, type RunningWorkers } from '../src/forwarding/workers';
-import { targetSchema } from '../src/forwarding/target-schema';
+import { targetSchema } from '../src/model/target-schema';
 import { createLogger } from '../src/logging/logger';
 import { LogCapture } from './support/harness';
 import { startLiveReceiver, type LiveReceiver } from './support/live-receiver';

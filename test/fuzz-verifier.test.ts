@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { EVENT_TABLE } from '../src/events/table';
+import { EVENT_TABLE } from '../src/model/event-table';
 import type { SignedRequest } from '../src/signature/options';
 import { createPrecheck, type Precheck } from '../src/signature/precheck';
 import { createVerifier, type Verifier } from '../src/signature/verify';
@@ -8,7 +8,7 @@ import type { VerifierOptions } from '../src/signature/options';
 import { NOW_MS, rsaKeyPair, verifierOptions } from './support/signed-request';
 import { currentMutation, legacyMutation, mutate, type Mutation } from './support/wire-mutations';
 
-// Property-based tests over the pure verifier (issue 8). Each run draws a fresh seed unless FUZZ_SEED
+// Property-based tests over the pure verifier. Each run draws a fresh seed unless FUZZ_SEED
 // is set; a failure prints the seed and path, and FUZZ_SEED=<seed> FUZZ_PATH=<path> replays exactly
 // that counterexample. RSA is the cost: a refused request is checked against both trusted keys, and
 // signing costs far more than verifying, so genuine requests are signed once into a pool and mutated.

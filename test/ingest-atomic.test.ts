@@ -1,13 +1,13 @@
 import { Worker, type Job, type JobsOptions, type Queue } from 'bullmq';
-import type { EventType } from '../src/events/table';
-import { targetSchema } from '../src/forwarding/target-schema';
-import { deliveryJobOptions } from '../src/pipeline/job-options';
-import { ownKeys } from '../src/pipeline/names';
+import type { EventType } from '../src/model/event-table';
+import { targetSchema } from '../src/model/target-schema';
+import { deliveryJobOptions } from '../src/model/job-options';
+import { ownKeys } from '../src/model/names';
 import { openQueue } from '../src/pipeline/queues';
 import { Redis } from 'ioredis';
 import { sampleBody } from '../src/signing/samples';
 import { signLegacy } from '../src/signing/sign';
-import type { DeliveryJob, EventJob } from '../src/pipeline/jobs';
+import type { DeliveryJob, EventJob } from '../src/model/jobs';
 import { buildHarness, type Harness } from './support/harness';
 import { counterValue } from './support/metric-value';
 import { FakePlatform } from './support/platform';

@@ -1,8 +1,8 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { freePort } from '../src/devtools/redis-server';
-import { stopChild } from '../src/devtools/stop-child';
+import { freePort } from '../src/demo/redis-server';
+import { stopChild } from '../src/demo/stop-child';
 import { testRedisUrl, uniquePrefix } from './support/harness';
 import { describeSends, sendEvery, trickleHeaders } from './support/hostile-clients';
 import { FakePlatform } from './support/platform';

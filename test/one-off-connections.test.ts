@@ -10,7 +10,7 @@ const ROOT = path.resolve(__dirname, '..');
 describe('one-off Redis connections leave nothing behind', () => {
   it('a process that probes a refused port, then starts and stops a throwaway redis-server, exits within a second of its work', async () => {
     const script = `
-      const { isRedisReachable, RedisServer } = require('./src/devtools/redis-server');
+      const { isRedisReachable, RedisServer } = require('./src/demo/redis-server');
       (async () => {
         if (await isRedisReachable('redis://127.0.0.1:9')) throw new Error('port 9 answered');
         const s = await RedisServer.start();
@@ -46,7 +46,7 @@ describe('one-off Redis connections leave nothing behind', () => {
   it('still reaches a running Redis', async () => {
     const server = await RedisServer.start();
     try {
-      const { isRedisReachable } = await import('../src/devtools/redis-server');
+      const { isRedisReachable } = await import('../src/demo/redis-server');
       expect(await isRedisReachable(server.url)).toBe(true);
     } finally {
       await server.stop();

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { compileErrors, validate } from '@readme/openapi-parser';
 import request from 'supertest';
-import { EVENT_TABLE } from '../src/events/table';
+import { EVENT_TABLE } from '../src/model/event-table';
 import { RET_CODES } from '../src/http/envelope';
 import { buildOpenApiDocument, COMMITTED_DOCUMENT, serialiseDocument } from '../src/openapi/document';
 import { ADMIN_TEST_TOKEN, buildForwarding, type ForwardingHarness } from './support/forwarding-harness';

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import request from 'supertest';
 import { stringify } from 'yaml';
-import { eventIdFor } from '../src/pipeline/ids';
+import { eventIdFor } from '../src/model/ids';
 import { ADMIN_TEST_TOKEN, buildForwarding, waitUntil, type ForwardingHarness } from './support/forwarding-harness';
 import { FakePlatform } from './support/platform';
 import { TargetServer } from './support/target-server';
@@ -14,7 +14,6 @@ const ROOT = path.resolve(__dirname, '..');
 const platform = new FakePlatform();
 /** Retitles the terminal, then clears it; a C1 CSI (0x9b) and a NUL besides. */
 const ESCAPES = '\u001b]0;owned\u0007\u001b[2J\u009b2J\u0000';
-// eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
 const body = '{"type":"MERCH","data":{"case":"escapes"}}';
 const eventId = eventIdFor('payment.result', 'production', Buffer.from(body));

@@ -1,6 +1,6 @@
-import { eventIdFor } from '../src/pipeline/ids';
-import { ownKeys } from '../src/pipeline/names';
-import { keyDigest } from '../src/ordering/key';
+import { eventIdFor } from '../src/model/ids';
+import { ownKeys } from '../src/model/names';
+import { keyDigest } from '../src/routing/ordering-key';
 import { buildForwarding, waitUntil, type ForwardingHarness } from './support/forwarding-harness';
 import { FakePlatform } from './support/platform';
 import { TargetServer, type ReceivedRequest } from './support/target-server';

@@ -2,8 +2,8 @@ import { webcrypto } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { buildRequest } from '../src/forwarding/build-request';
 import { createSigner } from '../src/forwarding/signer';
-import { targetSchema } from '../src/forwarding/target-schema';
-import type { DeliveryJob } from '../src/pipeline/jobs';
+import { targetSchema } from '../src/model/target-schema';
+import type { DeliveryJob } from '../src/model/jobs';
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 const OLD_SECRET = 'whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD';

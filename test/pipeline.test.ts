@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
-import { targetSchema } from '../src/forwarding/target-schema';
-import { FANOUT_ATTEMPTS } from '../src/pipeline/job-options';
-import { toDeliveryJob, type EventJob } from '../src/pipeline/jobs';
+import { targetSchema } from '../src/model/target-schema';
+import { FANOUT_ATTEMPTS } from '../src/model/job-options';
+import { toDeliveryJob, type EventJob } from '../src/model/jobs';
 import { createPipeline, pipelineOptions, type Pipeline } from '../src/pipeline/pipeline';
 import { eventIdsForRequest, requestIndexBucket, requestIndexEntries } from '../src/pipeline/request-index';
 import { testConfig } from './support/harness';
@@ -61,15 +61,6 @@ describe('the pipeline', () => {
     expect(await pipeline.deliveryQueue('crm')!.count()).toBe(0);
   });
 
-  it('when an event was received under the earlier layout (BullMQ de-duplication in its event queue), then it is still a duplicate', async () => {
-    const event = paymentEvent('REQ-8');
-    const queue = pipeline.eventQueue('payment.result');
-    await queue.add('payment.result', event, { jobId: 'before-the-upgrade', deduplication: { id: event.eventId, ttl: 60_000 } });
-    expect(await pipeline.enqueueEvent(event, 'a-new-nonce')).toBe('duplicate');
-    expect(await pipeline.deliveryQueue('erp')!.count()).toBe(0);
-    expect((await pipeline.findEvent(event.eventId))?.job.id).toBe('before-the-upgrade');
-  });
-
   it('when deliveries are added twice, then each target has one job whose id is the event id, with its own attempts', async () => {
     const event = paymentEvent('REQ-2');
     await pipeline.addDeliveries(event, [erp]);
@@ -93,13 +84,12 @@ describe('the pipeline', () => {
     expect(await redis.pttl(bucket)).toBeGreaterThan(pipeline.options.dedupWindowMs);
   });
 
-  it('when two events carry one request_id, then the index gives both; entries of the earlier set form are still read', async () => {
+  it('when two events carry one request_id, then the index gives both', async () => {
     const first = paymentEvent('REQ-5');
     const second = { ...first, eventId: 'evt_second', nonce: 'nonce-second', rawBody: `${first.rawBody} ` };
     await pipeline.enqueueEvent(first, first.nonce);
     await pipeline.enqueueEvent(second, second.nonce);
-    await redis.sadd(`${pipeline.prefix}:index:request_id:REQ-5`, 'evt_from_before_the_upgrade');
-    expect(await pipeline.eventIdsForRequest('REQ-5')).toEqual([first.eventId, 'evt_from_before_the_upgrade', 'evt_second'].sort());
+    expect(await pipeline.eventIdsForRequest('REQ-5')).toEqual([first.eventId, 'evt_second'].sort());
   });
 
   it('when an event was indexed days ago, then it is found while inside the window and not after', async () => {

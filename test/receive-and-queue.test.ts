@@ -1,5 +1,5 @@
 import request from 'supertest';
-import { EVENT_TABLE, type EventType } from '../src/events/table';
+import { EVENT_TABLE, type EventType } from '../src/model/event-table';
 import { SUCCESS } from '../src/http/envelope';
 import { buildHarness, type Harness } from './support/harness';
 import { counterValue } from './support/metric-value';

@@ -1,5 +1,5 @@
 import { SUCCESS } from '../src/http/envelope';
-import type { EventType } from '../src/events/table';
+import type { EventType } from '../src/model/event-table';
 import { buildHarness, type Harness } from './support/harness';
 import { FakePlatform } from './support/platform';
 import { RedisServer } from './support/redis-server';

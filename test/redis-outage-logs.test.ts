@@ -1,4 +1,4 @@
-import { stopChild } from '../src/devtools/stop-child';
+import { stopChild } from '../src/demo/stop-child';
 import { postRaw } from './support/post-raw';
 import { RedisServer } from './support/redis-server';
 import { ServiceProcess } from './support/service-process';

@@ -1,5 +1,5 @@
-import { EVENT_TABLE, type EventType } from '../src/events/table';
-import type { DeliveryJob, EventJob, QuarantineJob } from '../src/pipeline/jobs';
+import { EVENT_TABLE, type EventType } from '../src/model/event-table';
+import type { DeliveryJob, EventJob, QuarantineJob } from '../src/model/jobs';
 import { sampleBody } from '../src/signing/samples';
 import { signLegacy } from '../src/signing/sign';
 import { buildForwarding, waitUntil, type ForwardingHarness } from './support/forwarding-harness';
@@ -8,7 +8,7 @@ import { FakePlatform } from './support/platform';
 import { TargetServer } from './support/target-server';
 
 /**
- * The replay matrix (issue 8): a captured notification sent again with anything the signature does
+ * The replay matrix: a captured notification sent again with anything the signature does
  * not cover changed, on another notify path, or with its signature header written another way, is
  * answered 200 as a replay or refused with 401, and never becomes a second event or delivery.
  */

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { serviceNodeFlags } from '../bench/processes';
+import { serviceNodeFlags } from '../bench/harness/processes';
 
 const ROOT = path.resolve(__dirname, '..');
 

@@ -3,9 +3,9 @@ import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { ConfigError } from '../src/config/errors';
 import { loadConfig } from '../src/config/load';
-import { filterProblems } from '../src/forwarding/filter';
-import { routeEvent } from '../src/forwarding/routing';
-import { targetSchema, type Target } from '../src/forwarding/target-schema';
+import { filterProblems } from '../src/model/filter';
+import { routeEvent } from '../src/routing/routing';
+import { targetSchema, type Target } from '../src/model/target-schema';
 import { loadVectors } from './support/vectors';
 import { tempDir } from './support/temp-dir';
 

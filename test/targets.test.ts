@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { Agent } from 'undici';
 import { attemptDelivery, PermanentDeliveryError } from '../src/forwarding/attempt';
 import { TransientDeliveryError } from '../src/forwarding/backoff';
-import { targetSchema, type Target } from '../src/forwarding/target-schema';
+import { targetSchema, type Target } from '../src/model/target-schema';
 import { buildForwarding } from './support/forwarding-harness';
 import { FakePlatform } from './support/platform';
 

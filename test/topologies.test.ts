@@ -1,11 +1,11 @@
-import { RedisCluster } from '../src/devtools/redis-cluster';
-import { RedisSentinelSet, SENTINEL_MASTER_NAME } from '../src/devtools/redis-sentinel';
+import { RedisCluster } from './support/redis-cluster';
+import { RedisSentinelSet, SENTINEL_MASTER_NAME } from './support/redis-sentinel';
 import { Redis } from 'ioredis';
-import type { RedisServer } from '../src/devtools/redis-server';
+import type { RedisServer } from '../src/demo/redis-server';
 import type { ForwardingHarness } from './support/forwarding-harness';
 import { FakePlatform } from './support/platform';
 import { runFailover, runLaggingReplicaFailover, runReplicasPaused, runWholePath, type FailoverResult, type LaggingFailoverResult } from './support/topology-scenarios';
-import { keyPrefix } from '../src/pipeline/names';
+import { keyPrefix } from '../src/model/names';
 
 const platform = new FakePlatform();
 

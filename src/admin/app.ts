@@ -3,6 +3,7 @@ import helmet from 'helmet';
 import type { RedisClient } from '../redis/connect';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../logging/logger';
+import { ServiceError } from '../model/errors';
 import type { DeadLetters } from '../operations/dead-letters';
 import type { Quarantine } from '../operations/quarantine';
 import { createBlockedKeys } from '../operations/blocked-keys';
@@ -95,12 +96,25 @@ export function createAdminApp(deps: AdminDeps): Express {
   app.use((_req, res) => {
     res.status(404).json({ error: 'not_found' });
   });
-  app.use((err: Error & { status?: number }, _req: Request, res: Response, _next: NextFunction) => {
-    const status = err.status && err.status < 500 ? err.status : 500;
-    if (status === 500) deps.logger.error('admin request failed', { error: err.message, stack: err.stack });
-    res.status(status).json({ error: status === 500 ? 'internal' : 'bad_request', message: status === 500 ? 'internal error' : err.message });
-  });
+  app.use(adminErrorHandler(deps.logger));
   return app;
+}
+
+/**
+ * The admin API's one error handler: a ServiceError is answered with its status and its answer
+ * (`error` is its code); any other error with a 4xx status (a body the JSON parser refused) as a bad
+ * request; anything else is logged and answered 500 without detail.
+ */
+function adminErrorHandler(logger: Logger) {
+  return (err: Error & { status?: number }, _req: Request, res: Response, _next: NextFunction): void => {
+    if (err instanceof ServiceError) {
+      if (err.status >= 500) logger.error('admin request failed', { error: err.message, code: err.code });
+      return void res.status(err.status).json(err.answer());
+    }
+    const status = err.status && err.status < 500 ? err.status : 500;
+    if (status === 500) logger.error('admin request failed', { error: err.message, stack: err.stack });
+    res.status(status).json({ error: status === 500 ? 'internal' : 'bad_request', message: status === 500 ? 'internal error' : err.message });
+  };
 }
 
 function refuseUnconfigured(logger: Logger) {

@@ -2,7 +2,7 @@ import type { Request, Response } from 'express';
 import type { RedisClient } from '../redis/connect';
 import type { Queue } from 'bullmq';
 import type { Logger } from '../logging/logger';
-import { withTimeout } from '../pipeline/with-timeout';
+import { withTimeout } from '../redis/with-timeout';
 
 const READY_TIMEOUT_MS = 1000;
 

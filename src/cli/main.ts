@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { ConfigError } from '../config/errors';
+import { cliFailure } from './errors';
 import { runCli } from './run';
 
 runCli(process.argv.slice(2), {
@@ -8,8 +8,9 @@ runCli(process.argv.slice(2), {
   err: (line) => process.stderr.write(`${line}\n`),
 }).then(
   (code) => process.exit(code),
-  (err: Error) => {
-    process.stderr.write(`error: ${err.message}\n`);
-    process.exit(err instanceof ConfigError ? 78 : 1);
+  (err: unknown) => {
+    const { line, exitCode } = cliFailure(err);
+    process.stderr.write(`${line}\n`);
+    process.exit(exitCode);
   },
 );

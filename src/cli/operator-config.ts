@@ -1,6 +1,7 @@
 import { describeRedis, redisTopologySetting } from '../config/describe';
 import { loadConfigDetailed, type LoadedConfig, type SettingOrigin } from '../config/load';
 import type { Config } from '../config/schema';
+import { ServiceError } from '../model/errors';
 
 export interface OperatorEnv {
   env: Record<string, string | undefined>;
@@ -9,16 +10,15 @@ export interface OperatorEnv {
 }
 
 /** A command that reads or changes queues was run on nothing but the defaults, by accident. */
-export class DefaultsNotChosenError extends Error {
-  readonly exitCode = 2;
+export class DefaultsNotChosenError extends ServiceError {
+  readonly code = 'defaults_not_chosen';
+  readonly status = 400;
   constructor() {
     super(
       'this command reads and changes the queues in Redis, but none of CONFIG_FILE, the REDIS_* settings (REDIS_URL, …) or ' +
         'QUEUE_PREFIX is set, so it would act on the defaults (redis://127.0.0.1:6379, prefix whr). Set them as the service ' +
         'has them, or pass --defaults to use the defaults on purpose.',
     );
-    this.name = 'DefaultsNotChosenError';
-    Object.setPrototypeOf(this, new.target.prototype);
   }
 }
 

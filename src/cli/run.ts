@@ -8,7 +8,8 @@ import { eventCommand, quarantineCommand, queuesCommand, targetCommand } from '.
 import { keygen } from './commands/keygen';
 import { listenCommand } from './commands/listen';
 import { parseEventTypes, sendNotification } from './commands/send';
-import { DefaultsNotChosenError, operatorConfig, type OperatorEnv } from './operator-config';
+import { cliFailure, errorCode } from './errors';
+import { operatorConfig, type OperatorEnv } from './operator-config';
 import { stripControl } from '../logging/printable';
 
 export const USAGE = `usage: webhook-receiver <command> [options]
@@ -71,9 +72,11 @@ export async function runCli(argv: string[], given: CliIo): Promise<number> {
   try {
     return await dispatch(argv, io);
   } catch (err) {
-    if (!(err instanceof DefaultsNotChosenError)) throw err;
-    (io.err ?? io.out)(`error: ${err.message}`);
-    return err.exitCode;
+    // Refused before anything was read: answered here; anything else goes to the caller (cli/main.ts formats it).
+    if (errorCode(err) !== 'defaults_not_chosen') throw err;
+    const { line, exitCode } = cliFailure(err);
+    (io.err ?? io.out)(line);
+    return exitCode;
   }
 }
 

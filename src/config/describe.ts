@@ -1,4 +1,4 @@
-import { redisTarget } from '../redis/target';
+import { redisTarget } from './redis-target';
 import type { Config } from './schema';
 
 const MASK = '***';

@@ -1,5 +1,5 @@
 import { ENV_SETTINGS } from './env';
-import { nearest } from './nearest';
+import { nearest } from '../model/nearest';
 
 /** Variables read besides the settings themselves. */
 const OTHER_VARIABLES = ['CONFIG_FILE'];

@@ -1,7 +1,6 @@
+import { DEFAULT_ENVIRONMENT } from '../model/environments';
 import type { Config } from './schema';
 
-/** The environment the flat key settings make, and the one a target takes when it names none. */
-export const DEFAULT_ENVIRONMENT = 'production';
 
 /** One platform environment's settings, the flat shorthand resolved. */
 export interface EnvironmentSettings {
@@ -46,11 +45,6 @@ export function withTargetEnvironments(config: Config): { config: Config; defaul
   const defaulted = names.length > 1 ? config.targets.filter((t) => t.environments === undefined).map((t) => t.name) : [];
   const targets = config.targets.map((t) => (t.environments === undefined ? { ...t, environments: [...fallback] } : t));
   return { config: { ...config, targets }, defaulted };
-}
-
-/** Whether a target takes events of this environment (a target built without the loader takes production). */
-export function takesEnvironment(target: { environments?: readonly string[] }, environment: string): boolean {
-  return (target.environments ?? [DEFAULT_ENVIRONMENT]).includes(environment);
 }
 
 function defined<T extends Record<string, unknown>>(fields: T): Partial<T> {

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import type { KeyObject } from 'node:crypto';
-import { compileFilter } from '../forwarding/filter';
-import { filterDocument } from '../forwarding/routing';
-import { createSourceAllowlist } from '../http/source-allowlist';
+import { compileFilter } from '../model/filter';
+import { filterDocument } from '../routing/routing';
+import { createSourceAllowlist } from '../model/subnets';
 import { parsePublicKeys, PublicKeyConfigError, type PlatformKey } from '../signature/keys';
 import type { VerifierEnvironment } from '../signature/options';
 import { environmentsOf } from './environments';

@@ -1,9 +1,10 @@
 import { z } from 'zod';
-import { filterProblems } from '../forwarding/filter';
-import { targetSchema } from '../forwarding/target-schema';
-import { DEFAULT_ENVIRONMENT, environmentNames } from './environments';
+import { filterProblems } from '../model/filter';
+import { targetSchema } from '../model/target-schema';
+import { DEFAULT_ENVIRONMENT } from '../model/environments';
+import { environmentNames } from './environments';
 import { checkRedisSettings, redisSettingsShape } from './redis-schema';
-import { parseSubnet } from '../http/source-allowlist';
+import { parseSubnet } from '../model/subnets';
 
 const ms = z.number().int().nonnegative();
 const subnet = z.string().refine((s) => parseSubnet(s) !== undefined, 'must be an IPv4 or IPv6 address or CIDR, like 203.0.113.0/24 or 2001:db8::/32');

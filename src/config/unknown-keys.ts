@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { nearest } from './nearest';
+import { nearest } from '../model/nearest';
 
 export interface UnknownKey {
   /** Where the key sits, e.g. `['targets', 0, 'evnts']`. */

@@ -1,5 +1,5 @@
-import { EVENT_TYPES } from '../events/table';
-import { subscribes } from '../forwarding/target-schema';
+import { EVENT_TYPES } from '../model/event-table';
+import { subscribes } from '../model/target-schema';
 import { environmentsOf } from './environments';
 import type { Config } from './schema';
 

@@ -3,9 +3,9 @@ import { UnrecoverableError } from 'bullmq';
 import { request, type Dispatcher } from 'undici';
 import { parseRetryAfter, TransientDeliveryError } from './backoff';
 import { classifyNetworkError, summarise, type FailureFacts } from './failure';
-import type { DeliveryResult } from '../pipeline/jobs';
+import type { DeliveryResult } from '../model/jobs';
 import type { OutgoingRequest } from './build-request';
-import type { Target } from './target-schema';
+import type { Target } from '../model/target-schema';
 import { stripControl } from '../logging/printable';
 
 const EXCERPT_BYTES = 512;
@@ -25,7 +25,6 @@ export class PermanentDeliveryError extends UnrecoverableError {
     super(message);
     this.name = 'PermanentDeliveryError';
     this.stack = '';
-    Object.setPrototypeOf(this, new.target.prototype);
   }
 }
 

@@ -1,5 +1,6 @@
 import type { FailureFacts } from './failure';
-import type { Target } from './target-schema';
+import { FANOUT_MAX_BACKOFF_MS } from '../model/job-options';
+import type { Target } from '../model/target-schema';
 
 /**
  * A failure worth another attempt; `retryAfterMs` comes from the target's Retry-After header. Its
@@ -17,7 +18,6 @@ export class TransientDeliveryError extends Error {
     super(message);
     this.name = 'TransientDeliveryError';
     this.stack = '';
-    Object.setPrototypeOf(this, new.target.prototype);
   }
 }
 
@@ -42,4 +42,14 @@ export function parseRetryAfter(value: string | string[] | undefined, now = Date
   if (/^\d+$/.test(text.trim())) return Number(text.trim()) * 1000;
   const date = Date.parse(text);
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}
+
+/** The backoff of the `fanout` type: doubling from a second, capped at a minute. For the event workers' settings. */
+export function fanoutBackoff(attemptsMade: number): number {
+  return Math.min(1000 * 2 ** Math.max(0, attemptsMade - 1), FANOUT_MAX_BACKOFF_MS);
+}
+
+/** The backoff of the `target` type: the target's exponential backoff, obeying Retry-After. For its delivery worker's settings. */
+export function deliveryBackoff(target: Target): (attemptsMade: number, type?: string, err?: Error) => number {
+  return (attemptsMade, _type, err) => backoffDelay(attemptsMade, target.backoff, err);
 }

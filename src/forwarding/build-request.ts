@@ -1,6 +1,6 @@
-import { decodeRawBody, type DeliveryJob } from '../pipeline/jobs';
+import { decodeRawBody, type DeliveryJob } from '../model/jobs';
 import type { RequestSigner } from './signer';
-import type { Target } from './target-schema';
+import type { Target } from '../model/target-schema';
 
 export interface OutgoingRequest {
   headers: Record<string, string>;

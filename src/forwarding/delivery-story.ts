@@ -1,5 +1,5 @@
 import type { Job } from 'bullmq';
-import type { DeliveryFailure, DeliveryJob, DeliveryResult } from '../pipeline/jobs';
+import type { DeliveryFailure, DeliveryJob, DeliveryResult, SeriesStart, SeriesTrigger } from '../model/jobs';
 
 /**
  * The whole story of one delivery (an event to one target), kept in its job's log, which BullMQ keeps
@@ -9,17 +9,6 @@ import type { DeliveryFailure, DeliveryJob, DeliveryResult } from '../pipeline/j
  * and when. Nothing is written on the notify or delivery path: a delivery that is never replayed or
  * resent reads as one series, started by the notification's receipt.
  */
-
-/** What started an attempt series: the notification's receipt, a dead letter's replay, or a resend. */
-export type SeriesTrigger = 'received' | 'replay' | 'resend';
-
-/** The mark at the start of a series an operator started (in the job's log, or on a job a resend added). */
-export interface SeriesStart {
-  series: Exclude<SeriesTrigger, 'received'>;
-  /** The operator: `token`, `basic:<user>` or `cli:<os user>`. */
-  by: string;
-  at: string;
-}
 
 /** A delivered attempt as the log keeps it once a later series would clear the job's return value. */
 export type DeliveredAttempt = DeliveryResult & { outcome: 'delivered'; at: string; attempt: number; target: string };

@@ -4,14 +4,14 @@ import { Agent } from 'undici';
 import type { Logger } from '../logging/logger';
 import type { Metrics } from '../monitoring/metrics';
 import { attemptDelivery, failureFacts, type AttemptSuccess } from './attempt';
-import { deliveryBackoff } from '../pipeline/job-options';
-import { settlesWithin } from '../pipeline/with-timeout';
-import type { DeliveryFailure, DeliveryJob } from '../pipeline/jobs';
-import { deliveryQueueName } from '../pipeline/names';
+import { deliveryBackoff } from './backoff';
+import { settlesWithin } from '../redis/with-timeout';
+import type { DeliveryFailure, DeliveryJob } from '../model/jobs';
+import { deliveryQueueName } from '../model/names';
 import { buildRequest, type OutgoingRequest } from './build-request';
 import { createSigner } from './signer';
 import { maskHeaders } from '../logging/mask-headers';
-import type { Target } from './target-schema';
+import type { Target } from '../model/target-schema';
 import type { Sequencer } from '../ordering/sequencer';
 
 export interface WorkerDeps {

@@ -1,5 +1,4 @@
-/** What kind of failure an attempt met, in words an operator can act on. */
-export type ErrorClass = 'http_status' | 'timeout' | 'connection_refused' | 'connection_reset' | 'dns' | 'tls' | 'network';
+import type { ErrorClass } from '../model/jobs';
 
 export interface FailureFacts {
   errorClass: ErrorClass;

@@ -1,4 +1,4 @@
-import type { FanoutResult } from '../pipeline/jobs';
+import type { FanoutResult } from '../model/jobs';
 
 /**
  * The fan-out step's return value (the event job's `returnvalue`): the targets given a delivery job,

@@ -1,33 +1,32 @@
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
-import type { EventType } from '../events/table';
-import { fanoutBackoff } from '../pipeline/job-options';
-import type { EventJob } from '../pipeline/jobs';
-import { eventQueueName } from '../pipeline/names';
-import type { Pipeline } from '../pipeline/pipeline';
+import type { EventType } from '../model/event-table';
+import { fanoutBackoff } from './backoff';
+import type { EventJob } from '../model/jobs';
+import { eventQueueName } from '../model/names';
+import type { Producer } from '../pipeline/producer';
+import type { QueueRegistry } from '../pipeline/queue-registry';
 import type { WorkerDeps } from './delivery-worker';
 import type { RoutedFanoutResult } from './fanout-result';
-import { routeEvent } from './routing';
-import { subscribes } from './target-schema';
+import { subscribes } from '../model/target-schema';
 
 export interface FanoutDeps extends WorkerDeps {
-  pipeline: Pipeline;
+  pipeline: Pick<Producer, 'addDeliveries'> & Pick<QueueRegistry, 'targets'>;
 }
 
 /**
  * Routes the events that no target took when they were received (the receiver fans out itself, see
- * pipeline/ingest.ts): kept in their type's queue, they are given one delivery job per target they
+ * pipeline/producer.ts): kept in their type's queue, they are given one delivery job per target they
  * are routed to (subscribed, and its filter matching) once an operator retries them after adding a
  * target; an event that every subscribed target filtered out is completed here with the filtered
- * targets recorded for the event view; events queued by the earlier layout (an event job for every
- * notification) are still routed here. The delivery job id is the event id, so a retry after a
+ * targets recorded for the event view. The delivery job id is the event id, so a retry after a
  * partial failure gives no target a second delivery.
  */
 export function createFanoutWorker(eventType: EventType, deps: FanoutDeps): Worker<EventJob, RoutedFanoutResult> {
   const { pipeline } = deps;
   const processor = async (job: Job<EventJob>): Promise<RoutedFanoutResult> => {
     // Read per job, so targets reloaded at run time take effect without a restart.
-    const { deliver, filtered } = routeEvent(pipeline.targets(), job.data);
-    if (deliver.length === 0 && filtered.length === 0) {
+    const { deliveries, filtered } = await pipeline.addDeliveries(job.data, pipeline.targets());
+    if (deliveries.length === 0 && filtered.length === 0) {
       deps.metrics.unrouted.labels(eventType).inc();
       const { eventId, environment } = job.data;
       if (pipeline.targets().some((t) => subscribes(t, eventType))) {
@@ -37,11 +36,10 @@ export function createFanoutWorker(eventType: EventType, deps: FanoutDeps): Work
       deps.logger.warn('event kept: no target subscribes to its type', { eventId, eventType });
       throw new UnrecoverableError(`no target subscribes to ${eventType}; the event is kept here, retry it once one does`);
     }
-    await pipeline.addDeliveries(job.data, deliver);
     // Counted once the deliveries are in, so a retried fan-out does not count a filtered target twice.
-    for (const t of filtered) deps.metrics.filtered.labels(t.name).inc();
-    if (filtered.length) deps.logger.debug('event filtered out for targets', { eventId: job.data.eventId, eventType, targets: filtered.map((t) => t.name) });
-    return { targets: deliver.map((t) => t.name), filtered: filtered.map((t) => t.name) };
+    for (const t of filtered) deps.metrics.filtered.labels(t).inc();
+    if (filtered.length) deps.logger.debug('event filtered out for targets', { eventId: job.data.eventId, eventType, targets: filtered });
+    return { targets: deliveries.map((d) => d.target.name), filtered };
   };
   const worker = new Worker<EventJob, RoutedFanoutResult>(eventQueueName(eventType), processor, {
     connection: deps.connection,

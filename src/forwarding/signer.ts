@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
-import { secretsOf, type Target } from './target-schema';
-import { SECRET_PREFIX } from './target-url';
+import { secretsOf, type Target } from '../model/target-schema';
+import { SECRET_PREFIX } from '../model/target-url';
 
 /** Builds the `webhook-signature` header value for one forwarded request. */
 export type RequestSigner = (msgId: string, at: Date, body: string | Buffer) => string;

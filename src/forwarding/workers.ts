@@ -1,14 +1,15 @@
 import type { Worker } from 'bullmq';
 import type { Config } from '../config/schema';
-import { EVENT_TYPES } from '../events/table';
+import { EVENT_TYPES } from '../model/event-table';
 import type { Logger } from '../logging/logger';
 import type { Metrics } from '../monitoring/metrics';
-import type { Pipeline } from '../pipeline/pipeline';
+import type { Producer } from '../pipeline/producer';
+import type { QueueRegistry } from '../pipeline/queue-registry';
 import { reportConnectionErrors, type RedisConnector } from '../redis/connect';
 import { createDeliveryWorker } from './delivery-worker';
-import { settlesWithin } from '../pipeline/with-timeout';
+import { settlesWithin } from '../redis/with-timeout';
 import { createFanoutWorker } from './fanout-worker';
-import type { Target } from './target-schema';
+import type { Target } from '../model/target-schema';
 
 /** Logged when workers are stopped by cutting their connections. */
 export const WORKERS_CUT = 'workers did not stop in time (deliveries in flight, or Redis not answering); cutting their connections: unfinished deliveries are picked up again';
@@ -28,7 +29,7 @@ export interface RunningWorkers {
 }
 
 /** Starts the fan-out workers (one per event type) and a delivery worker per target, over the process's pipeline. */
-export function startWorkers(config: Config, pipeline: Pipeline, logger: Logger, metrics: Metrics, redis: RedisConnector): RunningWorkers {
+export function startWorkers(config: Config, pipeline: Pick<QueueRegistry, 'prefix' | 'targets' | 'ordering'> & Pick<Producer, 'addDeliveries'>, logger: Logger, metrics: Metrics, redis: RedisConnector): RunningWorkers {
   const connection = redis.open('worker');
   reportConnectionErrors(connection, logger, 'worker');
   const deps = {

@@ -1,3 +1,5 @@
+import { ServiceError } from '../model/errors';
+
 /**
  * Bytes the process holds for request bodies not yet verified, across all requests. Without it, a
  * thousand senders each holding a body one byte short of the limit hold a thousand bodies in memory;
@@ -45,11 +47,10 @@ export class BudgetHold {
   }
 }
 
-export class BudgetExhaustedError extends Error {
+export class BudgetExhaustedError extends ServiceError {
+  readonly code = 'body_budget_in_use';
   readonly status = 503;
   constructor(readonly budgetBytes: number) {
     super(`unverified body budget of ${budgetBytes} bytes in use`);
-    this.name = 'BudgetExhaustedError';
-    Object.setPrototypeOf(this, new.target.prototype);
   }
 }

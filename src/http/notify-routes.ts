@@ -1,5 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
-import { EVENT_TABLE, type EventDefinition } from '../events/table';
+import { EVENT_TABLE, type EventDefinition } from '../model/event-table';
 import { isRefusal, precheckNotification, receiveNotification, type ReceiveDeps } from '../receiving/receive';
 import { send } from './answer';
 import type { PublicAnswers } from './public-answers';

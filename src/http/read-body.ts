@@ -1,12 +1,12 @@
 import type { IncomingMessage } from 'node:http';
 import { BudgetExhaustedError, type BudgetHold } from './body-budget';
+import { ServiceError } from '../model/errors';
 
-export class BodyTooLargeError extends Error {
+export class BodyTooLargeError extends ServiceError {
+  readonly code = 'body_too_large';
   readonly status = 413;
   constructor(readonly limit: number) {
     super(`body exceeds ${limit} bytes`);
-    this.name = 'BodyTooLargeError';
-    Object.setPrototypeOf(this, new.target.prototype);
   }
 }
 
@@ -14,11 +14,11 @@ export class BodyTooLargeError extends Error {
  * The request ended before its body did: the client went away, or the server cut the connection
  * (a timeout or a framing error, which the clientError handler has already answered and counted).
  */
-export class RequestAbandonedError extends Error {
+export class RequestAbandonedError extends ServiceError {
+  readonly code = 'request_abandoned';
+  readonly status = 400;
   constructor(cause: Error) {
     super(`request abandoned: ${cause.message}`, { cause });
-    this.name = 'RequestAbandonedError';
-    Object.setPrototypeOf(this, new.target.prototype);
   }
 }
 

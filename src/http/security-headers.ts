@@ -1,4 +1,5 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { IncomingMessage, ServerResponse } from 'node:http';
+import { Socket } from 'node:net';
 import helmet from 'helmet';
 
 /**
@@ -6,19 +7,17 @@ import helmet from 'helmet';
  * so the notify paths send this fixed set in one write instead of running the middleware each time.
  */
 export function helmetHeaders(): Record<string, string> {
-  const headers: Record<string, string> = {};
-  const res = {
-    setHeader(name: string, value: string | number | readonly string[]) {
-      headers[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : String(value);
-    },
-    removeHeader(name: string) {
-      delete headers[name.toLowerCase()];
-    },
-  } as unknown as ServerResponse;
+  // A response that is never sent: helmet only sets and removes headers on it.
+  const req = new IncomingMessage(new Socket());
+  const res = new ServerResponse(req);
   let done = false;
-  helmet()({} as IncomingMessage, res, () => {
+  helmet()(req, res, () => {
     done = true;
   });
   if (!done) throw new Error('helmet did not finish synchronously; its headers cannot be captured');
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(res.getHeaders())) {
+    if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : String(value);
+  }
   return headers;
 }

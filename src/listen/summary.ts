@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { EVENT_TABLE } from '../events/table';
+import { EVENT_TABLE } from '../model/event-table';
 import { requestIdsOf } from '../pipeline/request-index';
 
 export interface EventSummary {

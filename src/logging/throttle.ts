@@ -23,7 +23,7 @@ interface Window {
 
 /**
  * A Redis outage or a target that is down makes every connection, worker and attempt report the same
- * error over and over (380 lines in 20 s, issue 11); what an operator needs is that it happened and
+ * error over and over (380 lines in 20 s, measured); what an operator needs is that it happened and
  * how often. One line per key per interval, with the count.
  */
 export function createThrottledLog(logger: winston.Logger, intervalMs: number): ThrottledLog {

@@ -1,6 +1,6 @@
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { EVENT_TYPES, type EventType } from '../events/table';
-import type { IngestObserver } from '../pipeline/ingest';
+import { EVENT_TYPES, type EventType } from '../model/event-table';
+import type { PipelineObserver } from '../pipeline/producer';
 import type { Logger } from '../logging/logger';
 
 /**
@@ -243,7 +243,7 @@ export type Metrics = ReturnType<typeof createMetrics>;
  * What the pipeline reports, counted and logged: filtered targets (webhook_filtered_total), and
  * ordered deliveries whose dead letter was skipped (webhook_ordering_skipped_total) or blocks its key.
  */
-export function ingestObserver(metrics: Pick<Metrics, 'filtered' | 'orderingSkips'>, logger?: Pick<Logger, 'warn'>): IngestObserver {
+export function ingestObserver(metrics: Pick<Metrics, 'filtered' | 'orderingSkips'>, logger?: Pick<Logger, 'warn'>): PipelineObserver {
   return {
     filtered: (target) => metrics.filtered.labels(target).inc(),
     orderSkipped(target, key, eventId) {

@@ -1,12 +1,12 @@
 import { Gauge, type Registry } from 'prom-client';
-import type { Pipeline } from '../pipeline/pipeline';
+import type { QueueRegistry } from '../pipeline/queue-registry';
 
 /**
  * Gauges read from Redis at scrape time for every target with `order`: how many of its keys a dead
  * letter holds back (`onDeadLetter: block`), and how long the oldest has been held (0 when none).
  * Every process reads the same Redis, so every process reports the same values.
  */
-export function registerOrderingMetrics(registry: Registry, pipeline: Pick<Pipeline, 'targets' | 'ordering'>): void {
+export function registerOrderingMetrics(registry: Registry, pipeline: Pick<QueueRegistry, 'targets' | 'ordering'>): void {
   const lastCollect = { at: 0, promise: Promise.resolve() };
   // Both gauges come from one read per ordered target, shared by the two collect callbacks of a scrape.
   const collect = (): Promise<void> => {

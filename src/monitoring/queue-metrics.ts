@@ -1,14 +1,14 @@
 import type { RedisClient } from '../redis/connect';
-import type { Pipeline } from '../pipeline/pipeline';
+import type { QueueRegistry } from '../pipeline/queue-registry';
 import { Gauge, type Registry } from 'prom-client';
-import { JOB_STATES, summariseQueues } from '../operations/queue-summary';
+import { JOB_STATES, summariseQueues } from './queue-summary';
 import type { RedisDurability } from './redis-durability';
 
 /**
  * Gauges read from Redis at scrape time: queue depth by queue and state, the age of the oldest
  * waiting job, whether Redis is connected, and durability risks found at start.
  */
-export function registerQueueMetrics(registry: Registry, pipeline: Pick<Pipeline, 'allQueues'>, redis: RedisClient) {
+export function registerQueueMetrics(registry: Registry, pipeline: Pick<QueueRegistry, 'allQueues'>, redis: RedisClient) {
   const lastCollect = { at: 0, promise: Promise.resolve() };
   // Both gauges come from one read of every queue, shared by the two collect callbacks of a scrape.
   const collectQueues = (): Promise<void> => {

@@ -1,4 +1,4 @@
-import { EVENT_TABLE, type EventDefinition } from '../events/table';
+import { EVENT_TABLE, type EventDefinition } from '../model/event-table';
 import { RET_CODES, SUCCESS } from '../http/envelope';
 import { jsonSchemaOf, type JsonSchema } from './json-schema';
 

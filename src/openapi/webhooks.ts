@@ -1,4 +1,4 @@
-import { EVENT_TABLE, type EventDefinition } from '../events/table';
+import { EVENT_TABLE, type EventDefinition } from '../model/event-table';
 import { jsonSchemaOf } from './json-schema';
 
 /** The Standard Webhooks headers on every forwarded request. */

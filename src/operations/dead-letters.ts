@@ -1,10 +1,11 @@
 import type { Job } from 'bullmq';
 import { markSeriesStart } from '../forwarding/delivery-story';
-import type { EventType } from '../events/table';
-import type { DeliveryFailure, DeliveryJob } from '../pipeline/jobs';
-import type { Pipeline } from '../pipeline/pipeline';
-import type { DeliveryQueue } from '../pipeline/queues';
-import { isEventId } from '../pipeline/ids';
+import type { EventType } from '../model/event-table';
+import type { DeliveryFailure, DeliveryJob } from '../model/jobs';
+import type { QueueRegistry } from '../pipeline/queue-registry';
+import type { DeliveryQueue } from '../model/queues';
+import { isEventId } from '../model/ids';
+import { ServiceError } from '../model/errors';
 
 export interface DeadLetter {
   /** `<target>/<job id>`: what replay takes. */
@@ -39,7 +40,7 @@ const PAGE = 1000;
  * automatically). Replaying one retries the same job, so the event keeps its `webhook-id`, with a
  * fresh set of attempts.
  */
-export function createDeadLetters(pipeline: Pick<Pipeline, 'deliveryQueue' | 'deliveryQueues' | 'ordering'>) {
+export function createDeadLetters(pipeline: Pick<QueueRegistry, 'deliveryQueue' | 'deliveryQueues' | 'ordering'>) {
   function selectedQueues(target?: string): [string, DeliveryQueue][] {
     if (target === undefined) return pipeline.deliveryQueues();
     const queue = pipeline.deliveryQueue(target);
@@ -172,30 +173,31 @@ function isDeliveryJob(data: unknown): data is DeliveryJob {
 
 export type DeadLetters = ReturnType<typeof createDeadLetters>;
 
-export class UnknownTargetError extends Error {
+export class UnknownTargetError extends ServiceError {
+  readonly code = 'unknown_target';
+  readonly status = 404;
   constructor(readonly target: string) {
     super(`no target named "${target}"`);
-    this.name = 'UnknownTargetError';
-    Object.setPrototypeOf(this, new.target.prototype);
   }
 }
 
 /** The target has no delivery of that event. 404. */
-export class DeadLetterNotFoundError extends Error {
+export class DeadLetterNotFoundError extends ServiceError {
+  readonly code = 'not_found';
   readonly status = 404;
   constructor(readonly id: string) {
     super(`no dead letter ${id}`);
-    this.name = 'DeadLetterNotFoundError';
-    Object.setPrototypeOf(this, new.target.prototype);
   }
 }
 
 /** The delivery exists but has not failed (waiting, delayed, in flight or delivered), so it is no dead letter. 409. */
-export class NotDeadLetterError extends Error {
+export class NotDeadLetterError extends ServiceError {
+  readonly code = 'not_failed';
   readonly status = 409;
   constructor(readonly id: string, readonly state: string) {
     super(`${id} is not a dead letter: its delivery is ${state}`);
-    this.name = 'NotDeadLetterError';
-    Object.setPrototypeOf(this, new.target.prototype);
+  }
+  override answer() {
+    return { ...super.answer(), state: this.state };
   }
 }

@@ -1,10 +1,11 @@
 import { filteredTargetsOf } from '../forwarding/fanout-result';
 import { deliveryStory, type AttemptView, type SeriesView } from '../forwarding/delivery-story';
-import type { DeliveryFailure } from '../pipeline/jobs';
-import { eventDefinition } from '../events/table';
-import type { FoundEvent, Pipeline } from '../pipeline/pipeline';
+import type { DeliveryFailure } from '../model/jobs';
+import { eventDefinition } from '../model/event-table';
+import type { EventLookup, FoundEvent } from '../pipeline/lookup';
+import type { QueueRegistry } from '../pipeline/queue-registry';
 import { parsePayload } from '../receiving/parse-payload';
-import type { DeliveryQueue } from '../pipeline/queues';
+import type { DeliveryQueue } from '../model/queues';
 
 export interface DeliveryView {
   target: string;
@@ -105,7 +106,7 @@ function filteredTargets(found: FoundEvent): string[] {
  * routed event is held by its delivery jobs (state `routed`, `queue` the first target's); an unrouted
  * one by its event job, a quarantined one by its quarantine job (their job's state).
  */
-export async function findEvent(pipeline: Pipeline, eventId: string, mask: (p: unknown) => unknown): Promise<EventView | undefined> {
+export async function findEvent(pipeline: Pick<QueueRegistry, 'deliveryQueues'> & Pick<EventLookup, 'findEvent'>, eventId: string, mask: (p: unknown) => unknown): Promise<EventView | undefined> {
   const found = await pipeline.findEvent(eventId);
   if (!found) return undefined;
   const { queue, job } = found;

@@ -1,9 +1,11 @@
 import { createHash } from 'node:crypto';
-import { eventDefinition } from '../events/table';
-import { isRequestJobId } from '../pipeline/ids';
-import { decodeRawBody, type EventJob, type QuarantineReason } from '../pipeline/jobs';
-import type { Pipeline } from '../pipeline/pipeline';
+import { eventDefinition } from '../model/event-table';
+import { isRequestJobId } from '../model/ids';
+import { decodeRawBody, eventJob, type QuarantineReason } from '../model/jobs';
+import type { Producer } from '../pipeline/producer';
+import type { QueueRegistry } from '../pipeline/queue-registry';
 import { parsePayload } from '../receiving/parse-payload';
+import { ServiceError } from '../model/errors';
 
 export interface QuarantinedView {
   id: string;
@@ -29,13 +31,11 @@ export type QuarantineReplayOutcome =
   | { id: string; outcome: 'not_found' };
 
 /** A corrected body was asked for, and `adminAllowCorrections` is off. 403. */
-export class CorrectionsDisabledError extends Error {
-  readonly status = 403;
+export class CorrectionsDisabledError extends ServiceError {
   readonly code = 'corrections_disabled';
+  readonly status = 403;
   constructor() {
     super('replaying with a corrected body is turned off (adminAllowCorrections: false, ADMIN_ALLOW_CORRECTIONS): a corrected body is not what the platform signed');
-    this.name = 'CorrectionsDisabledError';
-    Object.setPrototypeOf(this, new.target.prototype);
   }
 }
 
@@ -51,7 +51,7 @@ export interface QuarantineOptions {
  * or, when corrections are allowed, with a corrected body from the operator, marked `corrected` on
  * every forwarded request; it keeps its event id, so downstream `webhook-id` de-duplication still holds.
  */
-export function createQuarantine(pipeline: Pick<Pipeline, 'quarantine' | 'enqueueEvent'>, options: QuarantineOptions = { allowCorrections: false }) {
+export function createQuarantine(pipeline: Pick<QueueRegistry, 'quarantine'> & Pick<Producer, 'enqueueEvent'>, options: QuarantineOptions = { allowCorrections: false }) {
   async function list(limit = 100): Promise<QuarantinedView[]> {
     const jobs = await pipeline.quarantine.getJobs(['waiting', 'delayed', 'failed'], 0, limit - 1);
     return jobs.map((job) => ({
@@ -74,15 +74,17 @@ export function createQuarantine(pipeline: Pick<Pipeline, 'quarantine' | 'enqueu
     const parsed = parsePayload(eventDefinition(received.eventType), text);
     if (!parsed.ok) return { id, outcome: 'still_invalid', errors: parsed.errors };
     const correction = correctedBody === undefined ? undefined : { originalSha256: sha256Hex(decodeRawBody(received)), correctedSha256: sha256Hex(Buffer.from(text, 'utf8')) };
-    const event = {
-      ...received,
-      rawBody: text,
-      rawBodyEncoding: 'utf8',
-      // The platform's signature covers the original bytes only; a corrected body must not carry it,
-      // and says it is corrected wherever it goes.
-      ...(correction ? { signatureHeaders: {}, corrected: true } : {}),
-      payload: parsed.payload,
-    } as EventJob;
+    const event = eventJob(
+      {
+        ...received,
+        rawBody: text,
+        rawBodyEncoding: 'utf8',
+        // The platform's signature covers the original bytes only; a corrected body must not carry it,
+        // and says it is corrected wherever it goes.
+        ...(correction ? { signatureHeaders: {}, corrected: true as const } : {}),
+      },
+      parsed.payload,
+    );
     const outcome = await pipeline.enqueueEvent(event, `quarantine:${id}`);
     await job.remove();
     return { id, outcome: outcome === 'accepted' ? 'queued' : 'already_queued', eventId: received.eventId, ...correction };

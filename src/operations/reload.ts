@@ -5,7 +5,8 @@ import type { Config } from '../config/schema';
 import type { RunningWorkers } from '../forwarding/workers';
 import { writeAudit, type Actor } from '../logging/audit';
 import type { Logger } from '../logging/logger';
-import type { Pipeline } from '../pipeline/pipeline';
+import type { QueueRegistry } from '../pipeline/queue-registry';
+import { ServiceError } from '../model/errors';
 
 export interface ReloadResult {
   added: string[];
@@ -16,12 +17,15 @@ export interface ReloadResult {
 }
 
 /** The file (with the environment) does not load: nothing was applied. 400 on the API. */
-export class ReloadRefusedError extends Error {
+export class ReloadRefusedError extends ServiceError {
+  readonly code = 'invalid_config';
   readonly status = 400;
   constructor(readonly problems: string[]) {
     super(`configuration not reloaded, the running one stays:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
-    this.name = 'ReloadRefusedError';
-    Object.setPrototypeOf(this, new.target.prototype);
+  }
+  /** The API says what was kept; the problems follow as a list. */
+  override answer() {
+    return { error: this.code, message: 'configuration not reloaded; the running one stays', problems: this.problems };
   }
 }
 
@@ -29,7 +33,7 @@ export interface ReloaderDeps {
   /** The environment the process started with: CONFIG_FILE names the file, variables still override it. */
   env: Record<string, string | undefined>;
   config: Config;
-  pipeline: Pipeline;
+  pipeline: Pick<QueueRegistry, 'setTargets'>;
   /** Absent in a receiver-only process. */
   workers?: RunningWorkers;
   logger: Logger;

@@ -1,12 +1,14 @@
-import { takesEnvironment } from '../config/environments';
+import { takesEnvironment } from '../model/environments';
 import { markSeriesStart } from '../forwarding/delivery-story';
-import { routeEvent } from '../forwarding/routing';
-import { subscribes, type Target } from '../forwarding/target-schema';
-import { deliveryJobOptions } from '../pipeline/job-options';
-import { decodeRawBody, toDeliveryJob, type DeliveryJob } from '../pipeline/jobs';
-import { isEventId } from '../pipeline/ids';
-import type { Pipeline } from '../pipeline/pipeline';
+import { planDeliveries, type PlannedEvent } from '../routing/plan';
+import { subscribes, type Target } from '../model/target-schema';
+import { decodeRawBody, type DeliveryFields } from '../model/jobs';
+import { isEventId } from '../model/ids';
+import type { EventLookup } from '../pipeline/lookup';
+import type { Producer } from '../pipeline/producer';
+import type { QueueRegistry } from '../pipeline/queue-registry';
 import { UnknownTargetError } from './dead-letters';
+import { ServiceError } from '../model/errors';
 
 /**
  * `filtered`: the target's filter leaves the event out, so nothing is sent; a resend does not
@@ -21,32 +23,29 @@ export interface ResendResult {
 }
 
 /** An event id nobody knows: never received, or past the de-duplication window. 404. */
-export class UnknownEventError extends Error {
+export class UnknownEventError extends ServiceError {
+  readonly code = 'not_found';
   readonly status = 404;
   constructor(readonly eventId: string) {
     super(`no event ${eventId} (unknown, or past the de-duplication window)`);
-    this.name = 'UnknownEventError';
-    Object.setPrototypeOf(this, new.target.prototype);
   }
 }
 
 /** The event was received, but no job holds its body any more (completed-job retention). 410. */
-export class EventBodyGoneError extends Error {
+export class EventBodyGoneError extends ServiceError {
+  readonly code = 'body_gone';
   readonly status = 410;
   constructor(readonly eventId: string, retentionSeconds: number) {
     super(`event ${eventId} was received, but its body is gone: delivered jobs are kept ${retentionSeconds} s (retention.completed), so it can no longer be resent`);
-    this.name = 'EventBodyGoneError';
-    Object.setPrototypeOf(this, new.target.prototype);
   }
 }
 
 /** The named target does not take this event's type. 400. */
-export class NotSubscribedError extends Error {
+export class NotSubscribedError extends ServiceError {
+  readonly code = 'not_subscribed';
   readonly status = 400;
   constructor(target: string, eventType: string) {
     super(`target "${target}" does not subscribe to ${eventType}`);
-    this.name = 'NotSubscribedError';
-    Object.setPrototypeOf(this, new.target.prototype);
   }
 }
 
@@ -56,29 +55,26 @@ export class NotSubscribedError extends Error {
  * succeeded or failed. Possible while some job still holds the body: the delivery jobs and the event
  * job are kept for the completed-job retention after they finish (dead letters for ever).
  */
-export function createResender(pipeline: Pipeline) {
+export function createResender(pipeline: Pick<Producer, 'addDeliveries'> & Pick<QueueRegistry, 'targets' | 'deliveryQueue' | 'deliveryQueues' | 'options'> & Pick<EventLookup, 'findEvent' | 'isKnown'>) {
   /** Any job that still holds the event's body, and whether the event is known at all. */
-  async function findBody(eventId: string): Promise<{ body?: Omit<DeliveryJob, 'target' | 'lastFailure'>; known: boolean }> {
+  async function findBody(eventId: string): Promise<{ body?: DeliveryFields; known: boolean }> {
     if (!isEventId(eventId)) return { known: false };
     for (const [, queue] of pipeline.deliveryQueues()) {
       const job = await queue.getJob(eventId);
-      // Another target's delivery: its target and its dead letter's lastFailure are not the event's.
-      if (job) {
-        const { target: _target, lastFailure: _lastFailure, ...body } = job.data;
-        return { body, known: true };
-      }
+      // Another target's delivery carries the event's fields; planning copies only those, never its target's own.
+      if (job) return { body: job.data, known: true };
     }
     const found = await pipeline.findEvent(eventId);
-    if (found?.kind === 'event') return { body: toDeliveryJob(found.job.data, ''), known: true };
+    if (found?.kind === 'event') return { body: found.job.data, known: true };
     if (found) return { known: true };
     // Past the retention the jobs are gone, but the de-duplication record still knows the id.
     return { known: await pipeline.isKnown(eventId) };
   }
 
-  async function resendTo(target: Target, body: Omit<DeliveryJob, 'target' | 'lastFailure'>, by: string): Promise<ResendOutcome> {
+  async function resendTo(target: Target, event: PlannedEvent, by: string): Promise<ResendOutcome> {
     const queue = pipeline.deliveryQueue(target.name);
     if (!queue) throw new UnknownTargetError(target.name);
-    const existing = await queue.getJob(body.eventId);
+    const existing = await queue.getJob(event.eventId);
     if (existing) {
       const state = await existing.getState();
       if (state !== 'completed' && state !== 'failed') return 'in_progress';
@@ -86,9 +82,7 @@ export function createResender(pipeline: Pipeline) {
       await existing.retry(state, { resetAttemptsMade: true, resetAttemptsStarted: true });
       return 'resent';
     }
-    const { firstSeries: _other, ...event } = body;
-    const firstSeries = { series: 'resend' as const, by, at: new Date().toISOString() };
-    await queue.add(body.eventType, { ...event, target: target.name, firstSeries }, deliveryJobOptions(body.eventId, target, pipeline.options.retention));
+    await pipeline.addDeliveries(event, [target], { series: 'resend', by, at: new Date().toISOString() });
     return 'resent';
   }
 
@@ -106,11 +100,11 @@ export function createResender(pipeline: Pipeline) {
         if (!takesEnvironment(t, body.environment)) throw new NotSubscribedError(t.name, `events of the ${body.environment} environment`);
       }
       // The body as the fan-out's filters saw it: the schemas keep every field, so the parsed raw body is the payload.
-      const payload: unknown = JSON.parse(decodeRawBody(body).toString('utf8'));
-      const { deliver, filtered } = routeEvent(candidates, { ...body, payload });
+      const event: PlannedEvent = { ...body, payload: JSON.parse(decodeRawBody(body).toString('utf8')) };
+      const { deliveries, filtered } = planDeliveries(event, candidates);
       const targets: ResendResult['targets'] = [];
-      for (const target of deliver) targets.push({ target: target.name, outcome: await resendTo(target, body, by) });
-      for (const target of filtered) targets.push({ target: target.name, outcome: 'filtered' });
+      for (const { target } of deliveries) targets.push({ target: target.name, outcome: await resendTo(target, event, by) });
+      for (const target of filtered) targets.push({ target, outcome: 'filtered' });
       return { eventId, targets };
     },
   };

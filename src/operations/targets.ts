@@ -1,9 +1,9 @@
-import type { Pipeline } from '../pipeline/pipeline';
-import type { DeliveryQueue } from '../pipeline/queues';
+import type { QueueRegistry } from '../pipeline/queue-registry';
+import type { DeliveryQueue } from '../model/queues';
 import { UnknownTargetError } from './dead-letters';
 
 /** Pausing a target stops every worker from starting its deliveries; they wait in its queue. */
-export function createTargetControl(pipeline: Pick<Pipeline, 'deliveryQueue' | 'deliveryQueues'>) {
+export function createTargetControl(pipeline: Pick<QueueRegistry, 'deliveryQueue' | 'deliveryQueues'>) {
   function queueOf(name: string): DeliveryQueue {
     const queue = pipeline.deliveryQueue(name);
     if (!queue) throw new UnknownTargetError(name);

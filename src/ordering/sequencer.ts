@@ -1,14 +1,15 @@
-/// <reference path="../pipeline/bullmq-scripts.d.ts" />
+import path from 'node:path';
 import type { Job } from 'bullmq';
 import type { Result } from 'ioredis';
-import type { Target } from '../forwarding/target-schema';
-import type { DeliveryJob } from '../pipeline/jobs';
-import { ownKeys } from '../pipeline/names';
-import type { DeliveryQueue } from '../pipeline/queues';
+import type { Target } from '../model/target-schema';
+import type { DeliveryJob } from '../model/jobs';
+import { ownKeys } from '../model/names';
+import type { DeliveryQueue } from '../model/queues';
 import { whenReady, type RedisClient } from '../redis/connect';
-import { keyDigest } from './key';
+import { keyDigest } from '../routing/ordering-key';
 import { PARKED_BEHIND_MS, PARKED_NEXT_MS } from './park';
-import { promote } from 'bullmq/dist/cjs/scripts/promote-9';
+import { bullmqScript } from '../redis/bullmq-scripts';
+import { loadLua } from '../redis/lua';
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
@@ -17,31 +18,9 @@ declare module 'ioredis' {
   }
 }
 
-/** Where a delivery stands in its key's sequence (0: it heads it; -1: not in it) and which one heads it. */
-const PLACE = `local pos = redis.call('LPOS', KEYS[1], ARGV[1])
-return {pos or -1, redis.call('LINDEX', KEYS[1], 0)}`;
-
-/**
- * Takes the event off the head of its sequence, if it is the head, unblocks the key, and wakes the
- * delivery that heads the sequence now if it is parked (BullMQ's own promote script, embedded as a
- * local function, as \`job.promote()\` runs it); answers whether it popped and which event heads the
- * sequence now. An empty sequence is gone (Redis removes an empty list), so a key costs nothing once
- * its deliveries are done.
- * KEYS[1] the sequence; KEYS[2] the target's blocked keys; KEYS[3..11] promote's keys, when given.
- * ARGV[1] the event id; ARGV[2] the key value; ARGV[3] the queue's key prefix (promote's ARGV[1]).
- */
-const POP = `local function bullPromote(KEYS, ARGV)
-${promote.content}
-end
-local popped = 0
-if redis.call('LINDEX', KEYS[1], 0) == ARGV[1] then
-  redis.call('LPOP', KEYS[1])
-  redis.call('ZREM', KEYS[2], ARGV[2])
-  popped = 1
-end
-local head = redis.call('LINDEX', KEYS[1], 0)
-if head and #KEYS > 2 then bullPromote({unpack(KEYS, 3)}, {ARGV[3], head}) end
-return {popped, head}`;
+/** The sequence scripts (lua/order-*.lua), loaded once; the pop embeds BullMQ's promote. */
+const PLACE = loadLua(path.join(__dirname, 'lua'), 'order-place');
+const POP = loadLua(path.join(__dirname, 'lua'), 'order-pop', { 'bullmq:promote': bullmqScript('promote').content });
 
 export type Turn = { deliver: true } | { deliver: false; parkMs: number; behind: string };
 

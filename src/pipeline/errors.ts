@@ -1,12 +1,14 @@
+import { ServiceError } from '../model/errors';
+
 /** Redis did not confirm the job in time (down, slow or refusing writes): nothing may be acknowledged. */
-export class EnqueueUnavailableError extends Error {
+export class EnqueueUnavailableError extends ServiceError {
+  readonly code = 'unavailable';
+  readonly status = 503;
   /** replicas: Redis stored it but too few replicas confirmed it (REDIS_MIN_REPLICAS_ACK); redis: anything else. */
   readonly reason: 'redis' | 'replicas';
   constructor(message: string, options?: { cause?: unknown; reason?: 'redis' | 'replicas' }) {
     super(message, options);
     this.reason = options?.reason ?? 'redis';
-    this.name = 'EnqueueUnavailableError';
-    Object.setPrototypeOf(this, new.target.prototype);
   }
 }
 

@@ -1,15 +1,10 @@
 import { Queue, type JobsOptions } from 'bullmq';
 import type { RedisClient } from '../redis/connect';
-import { EVENT_TYPES, type EventType } from '../events/table';
-import type { DeliveryJob, DeliveryResult, EventJob, FanoutResult, QuarantineJob } from './jobs';
-import { deliveryQueueName, eventQueueName, QUARANTINE_QUEUE } from './names';
+import { EVENT_TYPES, type EventType } from '../model/event-table';
+import type { DeliveryJob, DeliveryResult, EventJob, FanoutResult, QuarantineJob } from '../model/jobs';
+import type { DeliveryQueue, EventQueue, QuarantineQueue } from '../model/queues';
+import { deliveryQueueName, eventQueueName, QUARANTINE_QUEUE } from '../model/names';
 
-/** Received events of one type, waiting for fan-out. Job names are the event type. */
-export type EventQueue = Queue<EventJob, FanoutResult, EventType>;
-/** Verified notifications that are not valid, kept for an operator. */
-export type QuarantineQueue = Queue<QuarantineJob, unknown, EventType>;
-/** One target's deliveries; a failed job is a dead letter. */
-export type DeliveryQueue = Queue<DeliveryJob, DeliveryResult, EventType>;
 
 /** Queues re-emit their connection's errors; the connection's own listener already logs them. */
 function ignoreConnectionError(): void {}

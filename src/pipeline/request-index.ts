@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
-import { whenReady, type RedisClient } from '../redis/connect';
-import { ownKeys } from './names';
+import path from 'node:path';
+import { loadLua } from '../redis/lua';
+import type { RedisClient } from '../redis/connect';
+import { ownKeys } from '../model/names';
 
 /**
  * Index from the platform's `request_id` to our event ids, so an operator can look an event up by the
@@ -10,7 +12,7 @@ import { ownKeys } from './names';
  * Entries live in small hashes, one per (UTC day, shard of the request id), each expiring a
  * de-duplication window after its day ends: a small hash is stored packed (listpack), about 60 B per
  * entry, where a key of its own per request id costs 120 B as a string and 248 B as a set (MEMORY
- * USAGE, issue 9). Look-ups read the request id's shard of every day still inside the window.
+ * USAGE). Look-ups read the request id's shard of every day still inside the window.
  */
 export function requestIdsOf(payload: unknown): string[] {
   if (typeof payload !== 'object' || payload === null) return [];
@@ -46,19 +48,11 @@ export function requestIndexEntries(prefix: string, payload: unknown, ttlMs: num
   return { expiresAtMs, entries: ids.map((requestId) => ({ key: requestIndexBucket(prefix, requestId, nowMs), requestId })) };
 }
 
-const LOOK_UP = `local out = {}
-for i, key in ipairs(KEYS) do
-  local ids = redis.call('HGET', key, ARGV[1])
-  if ids then out[#out + 1] = ids end
-end
-return out`;
+const LOOK_UP = loadLua(path.join(__dirname, 'lua'), 'request-index-lookup');
 
 export async function eventIdsForRequest(redis: RedisClient, prefix: string, requestId: string, ttlMs: number, nowMs = Date.now()): Promise<string[]> {
   const days = Math.ceil(ttlMs / DAY_MS) + 1;
   const buckets = Array.from({ length: days }, (_, i) => requestIndexBucket(prefix, requestId, nowMs - i * DAY_MS));
-  const [found, earlier] = await Promise.all([
-    redis.eval(LOOK_UP, buckets.length, ...buckets, requestId) as Promise<string[]>,
-    redis.smembers(ownKeys.legacyRequestIndex(prefix, requestId)),
-  ]);
-  return [...new Set([...found.flatMap((ids) => ids.split(',')), ...earlier])].sort();
+  const found = (await redis.eval(LOOK_UP, buckets.length, ...buckets, requestId)) as string[];
+  return [...new Set(found.flatMap((ids) => ids.split(',')))].sort();
 }

@@ -1,4 +1,4 @@
-import type { EventDefinition } from '../events/table';
+import type { EventDefinition } from '../model/event-table';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from './json-depth';
 
 export type ParsedPayload = { ok: true; payload: unknown } | { ok: false; errors: string[] };

@@ -1,11 +1,11 @@
 import { isUtf8 } from 'node:buffer';
-import type { EventDefinition } from '../events/table';
+import type { EventDefinition } from '../model/event-table';
 import type { Logger } from '../logging/logger';
 import type { Metrics, VerifiedOutcome } from '../monitoring/metrics';
 import { EnqueueUnavailableError } from '../pipeline/errors';
-import { eventIdFor } from '../pipeline/ids';
-import type { EnqueueResult, Ingest } from '../pipeline/ingest';
-import type { EventJob, QuarantineJob, QuarantineReason } from '../pipeline/jobs';
+import { eventIdFor } from '../model/ids';
+import type { EnqueueResult, Producer } from '../pipeline/producer';
+import { eventJob, type QuarantineReason, type Received } from '../model/jobs';
 import { isRejected, type CheckedHeaders, type SignatureCheck } from '../signature/check';
 import { legacyTimestampMismatch } from '../signature/verify-legacy';
 import { REJECTION_CLASS, type RejectionClass, type RejectionReason, type Verified } from '../signature/result';
@@ -14,7 +14,7 @@ import { parsePayload, type ParsedPayload } from './parse-payload';
 export interface ReceiveDeps {
   /** Verification in two steps: the headers before the body is read, then the body (see signature/check.ts). */
   signature: SignatureCheck;
-  ingest: Pick<Ingest, 'enqueueEvent' | 'enqueueQuarantine'>;
+  ingest: Pick<Producer, 'enqueueEvent' | 'enqueueQuarantine'>;
   clock: () => number;
   logger: Logger;
   metrics: Metrics;
@@ -122,7 +122,7 @@ export async function receiveNotification(deps: ReceiveDeps, n: IncomingNotifica
   let errors: string[] | undefined;
   try {
     if (parsed.ok && accepted) {
-      result = await deps.ingest.enqueueEvent({ ...received, payload: parsed.payload } as EventJob, verified.replayKey);
+      result = await deps.ingest.enqueueEvent(eventJob(received, parsed.payload), verified.replayKey);
     } else {
       reason = parsed.ok ? 'not_accepted' : 'invalid';
       errors = parsed.ok ? [`does not match the ${verified.environment} environment's acceptance rule`] : parsed.errors;
@@ -177,7 +177,7 @@ function outcomeOf(result: EnqueueResult, reason: QuarantineReason | undefined):
  * What every job of the notification holds, built in one object literal: optional fields are set
  * only when present, as the job's JSON has always had them.
  */
-function receivedOf(n: IncomingNotification, verified: Verified, eventId: string, merchantId: string | undefined, rawBody: string, utf8: boolean): Omit<QuarantineJob, 'errors' | 'reason'> {
+function receivedOf(n: IncomingNotification, verified: Verified, eventId: string, merchantId: string | undefined, rawBody: string, utf8: boolean): Received {
   const contentType = n.headers['content-type'];
   return {
     eventId,

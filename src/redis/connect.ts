@@ -1,7 +1,7 @@
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import type { Config } from '../config/schema';
 import type { Logger } from '../logging/logger';
-import { redisTarget, type RedisTarget } from './target';
+import { redisTarget, type RedisTarget } from '../config/redis-target';
 import { loadRedisTls } from './tls';
 
 /** A connection to whichever topology is configured; BullMQ and our scripts take either. */

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { ConnectionOptions } from 'node:tls';
 import { ConfigError } from '../config/errors';
 import type { Config } from '../config/schema';
-import type { RedisTarget } from './target';
+import type { RedisTarget } from '../config/redis-target';
 
 /** The TLS options for every connection, or undefined for plain TCP; an unreadable file is a config error. */
 export function loadRedisTls(config: Config, target: RedisTarget): ConnectionOptions | undefined {

@@ -4,7 +4,7 @@
  * Canonical means: after exactly one URL-decode, standard-alphabet Base64 with its padding and zero
  * pad bits. Node's decoder is lenient (URL-safe letters, missing padding, stray characters, non-zero
  * pad bits all decode), so one signature could be written many ways; a replay key taken from the
- * text would then differ per spelling (issue 8). Requiring the text to equal the canonical encoding
+ * text would then differ per spelling. Requiring the text to equal the canonical encoding
  * of its own bytes leaves exactly one spelling of the Base64 (the URL-encoding of it may still vary,
  * e.g. `%2B`, `%2b` or a plain `+`: those all decode to the same text).
  */

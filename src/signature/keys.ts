@@ -1,10 +1,11 @@
-import { createPublicKey, KeyObject, X509Certificate } from 'node:crypto';
+import { createPublicKey, type KeyObject, X509Certificate } from 'node:crypto';
+import { ServiceError } from '../model/errors';
 
-export class PublicKeyConfigError extends Error {
+export class PublicKeyConfigError extends ServiceError {
+  readonly code = 'invalid_public_key';
+  readonly status = 400;
   constructor(message: string) {
     super(message);
-    this.name = 'PublicKeyConfigError';
-    Object.setPrototypeOf(this, new.target.prototype);
   }
 }
 

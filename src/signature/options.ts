@@ -1,5 +1,5 @@
 import type { KeyObject } from 'node:crypto';
-import type { SignatureScheme } from './result';
+import type { SignatureScheme } from '../model/jobs';
 
 /** One platform environment's part in verification: a notification belongs to the one whose key verifies it. */
 export interface VerifierEnvironment {

@@ -1,3 +1,4 @@
+import type { SignatureScheme } from '../model/jobs';
 /** Why a notification was refused; also the `reason` label of the rejection counter. */
 export type RejectionReason =
   | 'missing_header'
@@ -23,7 +24,6 @@ export const REJECTION_CLASS: Record<RejectionReason, RejectionClass> = {
   source_not_allowed: 'source',
 };
 
-export type SignatureScheme = 'current' | 'legacy';
 
 export interface Verified {
   ok: true;

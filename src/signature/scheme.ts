@@ -1,6 +1,6 @@
 import type { HeaderBag } from './headers';
 import type { VerifierOptions } from './options';
-import type { SignatureScheme } from './result';
+import type { SignatureScheme } from '../model/jobs';
 import { LEGACY_HEADERS } from './verify-legacy';
 
 /**

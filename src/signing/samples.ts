@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { EventType } from '../events/table';
+import type { EventType } from '../model/event-table';
 
 const STATUS_BY_TYPE: Record<EventType, Record<string, unknown>> = {
   'onboarding.result': { status: 'APPROVED', merchant_name: 'Example Trading Ltd' },

@@ -1,7 +1,7 @@
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { transformFileSync } from '@swc/core';
-import { serviceNodeFlags } from '../../bench/processes';
+import { serviceNodeFlags } from '../../bench/harness/processes';
 
 const ROOT = path.resolve(__dirname, '../..');
 
@@ -19,7 +19,7 @@ function compile(from: string, to: string): void {
     else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.d.ts')) {
       const { code } = transformFileSync(source, { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' }, sourceMaps: false });
       writeFileSync(path.join(to, entry.name.replace(/\.ts$/, '.js')), code);
-    }
+    } else if (entry.name.endsWith('.lua')) copyFileSync(source, path.join(to, entry.name)); // read at start, beside the code
   }
 }
 

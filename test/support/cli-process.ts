@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { stopChild } from '../../src/devtools/stop-child';
+import { stopChild } from '../../src/demo/stop-child';
 
 const ROOT = path.resolve(__dirname, '../..');
 

@@ -1,7 +1,7 @@
 import { withTargetEnvironments } from '../../src/config/environments';
 import type { Config } from '../../src/config/schema';
 import { createDeadLetters, type DeadLetters } from '../../src/operations/dead-letters';
-import { targetSchema } from '../../src/forwarding/target-schema';
+import { targetSchema } from '../../src/model/target-schema';
 import { startWorkers, type RunningWorkers } from '../../src/forwarding/workers';
 import { createLogger } from '../../src/logging/logger';
 import type { Metrics } from '../../src/monitoring/metrics';
@@ -9,7 +9,7 @@ import { wireAdmin } from '../../src/admin/wiring';
 import type { Express } from 'express';
 import type { Pipeline } from '../../src/pipeline/pipeline';
 import { buildHarness, LogCapture, type Harness } from './harness';
-import { FakePlatform } from './platform';
+import type { FakePlatform } from './platform';
 
 export const ADMIN_TEST_TOKEN = 'test-admin-token-0123456789';
 

@@ -1,6 +1,6 @@
 import { createHash, sign, type KeyObject } from 'node:crypto';
 import fc from 'fast-check';
-import { EVENT_TABLE } from '../../src/events/table';
+import { EVENT_TABLE } from '../../src/model/event-table';
 import { currentStringToSign } from '../../src/signature/verify-current';
 import { legacyStringToSign } from '../../src/signature/verify-legacy';
 import { MERCHANT_ID, NOW_MS } from './signed-request';

@@ -1,5 +1,5 @@
-import { eventIdFor } from '../../src/pipeline/ids';
-import type { EventJob } from '../../src/pipeline/jobs';
+import { eventIdFor } from '../../src/model/ids';
+import type { EventJob } from '../../src/model/jobs';
 
 /** A verified payment.result event job (as the receiver builds it), its body carrying `requestId`. */
 export function paymentEvent(requestId: string): EventJob<'payment.result'> {

@@ -1,5 +1,5 @@
 import type { Express } from 'express';
-import { eventDefinition, type EventType } from '../../src/events/table';
+import { eventDefinition, type EventType } from '../../src/model/event-table';
 import { generateTestKeyPair, type TestKeyPair } from '../../src/signing/keypair';
 import { sampleBody } from '../../src/signing/samples';
 import { randomNonce, signCurrent } from '../../src/signing/sign';

@@ -1,1 +1,1 @@
-export { freePort, RedisServer } from '../../src/devtools/redis-server';
+export { freePort, RedisServer } from '../../src/demo/redis-server';

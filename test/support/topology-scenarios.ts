@@ -1,7 +1,7 @@
 import request from 'supertest';
-import type { EventType } from '../../src/events/table';
-import { eventIdFor } from '../../src/pipeline/ids';
-import { keyPrefix } from '../../src/pipeline/names';
+import type { EventType } from '../../src/model/event-table';
+import { eventIdFor } from '../../src/model/ids';
+import { keyPrefix } from '../../src/model/names';
 import { ADMIN_TEST_TOKEN, buildForwarding, waitUntil, type ForwardingHarness } from './forwarding-harness';
 import { buildHarness, type Harness } from './harness';
 import { counterValue } from './metric-value';

@@ -1,5 +1,5 @@
 import { Router, type Request, type Response } from 'express';
-import { DeadLetterNotFoundError, NotDeadLetterError, UnknownTargetError, type DeadLetters } from '../../operations/dead-letters';
+import type { DeadLetters } from '../../operations/dead-letters';
 import type { Recovery } from '../../operations/recovery';
 import { actorOf } from '../audit';
 import { listQuerySchema, replayBodySchema } from '../query';
@@ -10,12 +10,7 @@ export function deadLetterRoutes(deadLetters: DeadLetters, recovery: Recovery): 
   router.get('/', async (req: Request, res: Response) => {
     const query = listQuerySchema.safeParse(req.query);
     if (!query.success) return void res.status(400).json({ error: 'bad_query', issues: query.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`) });
-    try {
-      res.json({ deadLetters: await deadLetters.list(query.data) });
-    } catch (err) {
-      if (err instanceof UnknownTargetError) return void res.status(404).json({ error: 'unknown_target', message: err.message });
-      throw err;
-    }
+    res.json({ deadLetters: await deadLetters.list(query.data) });
   });
 
   router.post('/replay', async (req: Request, res: Response) => {
@@ -23,23 +18,11 @@ export function deadLetterRoutes(deadLetters: DeadLetters, recovery: Recovery): 
     if (!body.success) {
       return void res.status(400).json({ error: 'bad_request', message: 'send {"ids": ["<target>/<job id>", …]} or {"all": true, "target"?, "eventType"?, "from"?, "to"?}' });
     }
-    try {
-      res.json(await recovery.replayDeadLetters(actorOf(req), body.data));
-    } catch (err) {
-      if (err instanceof UnknownTargetError) return void res.status(404).json({ error: 'unknown_target', message: err.message });
-      throw err;
-    }
+    res.json(await recovery.replayDeadLetters(actorOf(req), body.data));
   });
 
   router.delete('/:target/:eventId', async (req, res) => {
-    try {
-      res.json({ discarded: await recovery.discardDeadLetter(actorOf(req), req.params.target, req.params.eventId) });
-    } catch (err) {
-      if (err instanceof UnknownTargetError) return void res.status(404).json({ error: 'unknown_target', message: err.message });
-      if (err instanceof DeadLetterNotFoundError) return void res.status(404).json({ error: 'not_found', message: err.message });
-      if (err instanceof NotDeadLetterError) return void res.status(409).json({ error: 'not_failed', message: err.message, state: err.state });
-      throw err;
-    }
+    res.json({ discarded: await recovery.discardDeadLetter(actorOf(req), req.params.target, req.params.eventId) });
   });
 
   return router;

@@ -1,28 +1,18 @@
 import { Router } from 'express';
 import { z } from 'zod';
-import { UnknownTargetError } from '../../operations/dead-letters';
 import { findEvent } from '../../operations/event-lookup';
 import type { Recovery } from '../../operations/recovery';
-import { EventBodyGoneError, NotSubscribedError, UnknownEventError } from '../../operations/resend';
-import type { Pipeline } from '../../pipeline/pipeline';
+import type { EventLookup } from '../../pipeline/lookup';
 import { actorOf } from '../audit';
 
 const resendBody = z.object({ target: z.string().min(1).optional() }).strict();
 
-export function eventRoutes(pipeline: Pipeline, mask: (p: unknown) => unknown, recovery: Recovery): Router {
+export function eventRoutes(pipeline: Parameters<typeof findEvent>[0] & Pick<EventLookup, 'eventIdsForRequest'>, mask: (p: unknown) => unknown, recovery: Recovery): Router {
   const router = Router();
   router.post('/:eventId/resend', async (req, res) => {
     const body = resendBody.safeParse(req.body ?? {});
     if (!body.success) return void res.status(400).json({ error: 'bad_request', message: 'send {} (every subscribed target) or {"target": "<name>"}' });
-    try {
-      res.json(await recovery.resendEvent(actorOf(req), req.params.eventId, body.data.target));
-    } catch (err) {
-      if (err instanceof UnknownEventError) return void res.status(404).json({ error: 'not_found', message: err.message });
-      if (err instanceof UnknownTargetError) return void res.status(404).json({ error: 'unknown_target', message: err.message });
-      if (err instanceof EventBodyGoneError) return void res.status(410).json({ error: 'body_gone', message: err.message });
-      if (err instanceof NotSubscribedError) return void res.status(400).json({ error: 'not_subscribed', message: err.message });
-      throw err;
-    }
+    res.json(await recovery.resendEvent(actorOf(req), req.params.eventId, body.data.target));
   });
   router.get('/:eventId', async (req, res) => {
     const event = await findEvent(pipeline, req.params.eventId, mask);

@@ -1,6 +1,6 @@
 import { Router } from 'express';
 import { z } from 'zod';
-import { CorrectionsDisabledError, type Quarantine } from '../../operations/quarantine';
+import type { Quarantine } from '../../operations/quarantine';
 import type { Recovery } from '../../operations/recovery';
 import { actorOf } from '../audit';
 
@@ -17,12 +17,7 @@ export function quarantineRoutes(quarantine: Quarantine, recovery: Recovery): Ro
     if (!parsed.success || (parsed.data.body !== undefined && parsed.data.ids.length !== 1)) {
       return void res.status(400).json({ error: 'bad_request', message: 'send {"ids": [...]}, or {"ids": [one], "body": "<corrected JSON text>"}' });
     }
-    try {
-      res.json({ results: await recovery.replayQuarantined(actorOf(req), parsed.data.ids, parsed.data.body) });
-    } catch (err) {
-      if (err instanceof CorrectionsDisabledError) return void res.status(err.status).json({ error: err.code, message: err.message });
-      throw err;
-    }
+    res.json({ results: await recovery.replayQuarantined(actorOf(req), parsed.data.ids, parsed.data.body) });
   });
   return router;
 }

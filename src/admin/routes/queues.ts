@@ -1,9 +1,9 @@
 import { Router } from 'express';
-import { summariseQueues } from '../../operations/queue-summary';
+import { summariseQueues } from '../../monitoring/queue-summary';
 import type { TargetControl } from '../../operations/targets';
-import type { Pipeline } from '../../pipeline/pipeline';
+import type { QueueRegistry } from '../../pipeline/queue-registry';
 
-export function queueRoutes(pipeline: Pick<Pipeline, 'allQueues'>, targets: TargetControl): Router {
+export function queueRoutes(pipeline: Pick<QueueRegistry, 'allQueues'>, targets: TargetControl): Router {
   const router = Router();
   router.get('/', async (_req, res) => {
     const [summaries, targetStates] = await Promise.all([summariseQueues(pipeline.allQueues()), targets.states()]);

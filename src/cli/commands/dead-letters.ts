@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
-import { createDeadLetters, DeadLetterNotFoundError, NotDeadLetterError, UnknownTargetError, type DeadLetterFilter } from '../../operations/dead-letters';
+import { createDeadLetters, NotDeadLetterError, type DeadLetterFilter } from '../../operations/dead-letters';
+import { errorCode } from '../errors';
 import { parseOperatorTime } from '../../operations/time';
 import { recoveryFor, type OperatorContext } from '../operator-context';
 import { formatTable } from '../table';
@@ -21,7 +22,8 @@ async function discardOne(id: string, discard: (target: string, eventId: string)
     return `discarded  ${id}`;
   } catch (err) {
     if (err instanceof NotDeadLetterError) return `not failed ${id}  (its delivery is ${err.state})`;
-    if (err instanceof DeadLetterNotFoundError || err instanceof UnknownTargetError) return `not found  ${id}  (${err.message})`;
+    const code = errorCode(err);
+    if (code === 'not_found' || code === 'unknown_target') return `not found  ${id}  (${(err as Error).message})`;
     throw err;
   }
 }

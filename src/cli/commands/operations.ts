@@ -3,8 +3,9 @@ import { parseArgs } from 'node:util';
 import { createMasker } from '../../logging/mask';
 import { findEvent } from '../../operations/event-lookup';
 import { CorrectionsDisabledError, createQuarantine } from '../../operations/quarantine';
-import { summariseQueues } from '../../operations/queue-summary';
-import { createBlockedKeys, KeyNotBlockedError, NotOrderedError } from '../../operations/blocked-keys';
+import { summariseQueues } from '../../monitoring/queue-summary';
+import { createBlockedKeys } from '../../operations/blocked-keys';
+import { errorCode } from '../errors';
 import type { ResendOutcome } from '../../operations/resend';
 import { createTargetControl } from '../../operations/targets';
 import { recoveryFor, type OperatorContext } from '../operator-context';
@@ -139,8 +140,9 @@ export function targetCommand(ctx: OperatorContext, args: string[]): Promise<num
         out(`released  ${name} key ${JSON.stringify(key)}: its later deliveries go on; the dead letter ${name}/${released.eventId} stays`);
         return 0;
       } catch (err) {
-        if (!(err instanceof KeyNotBlockedError || err instanceof NotOrderedError)) throw err;
-        out(`not released  ${err.message}`);
+        const code = errorCode(err);
+        if (code !== 'not_blocked' && code !== 'not_ordered') throw err;
+        out(`not released  ${(err as Error).message}`);
         return 1;
       }
     }

@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
-import { EVENT_TYPES, eventDefinition, isEventType, type EventType } from '../../events/table';
+import { EVENT_TYPES, eventDefinition, isEventType, type EventType } from '../../model/event-table';
 import { sampleBody } from '../../signing/samples';
 import { signCurrent, signLegacy } from '../../signing/sign';
-import { DEFAULT_ENVIRONMENT } from '../../config/environments';
-import { eventIdFor } from '../../pipeline/ids';
+import { DEFAULT_ENVIRONMENT } from '../../model/environments';
+import { eventIdFor } from '../../model/ids';
 import { requestIdsOf } from '../../pipeline/request-index';
 
 export interface SendOptions {

@@ -1,0 +1,57 @@
+import type { EventType } from './event-table';
+
+/** Notifications that verified but are not valid JSON or fail their schema. */
+export const QUARANTINE_QUEUE = 'quarantine';
+
+/** The queue holding received events of one type; the name is the event type itself. */
+export function eventQueueName(type: EventType): string {
+  return type;
+}
+
+/** The queue of one target's deliveries. */
+export function deliveryQueueName(target: string): string {
+  return `deliver.${target}`;
+}
+
+/**
+ * The prefix of every key the service writes: the configured `queuePrefix` as a hash tag, `{whr}`.
+ * Redis Cluster places a key by the part between braces, so every key of the service (all queues,
+ * de-duplication keys, replay bindings, the request_id index) lands in one hash slot. It has to:
+ * BullMQ's scripts touch several keys of a queue at once, and the ingest script checks and binds the
+ * replay key, de-duplicates and adds the job in one call; Redis runs a script only over keys of one
+ * slot. The same layout is used on a single Redis and under Sentinel, so one layout is tested
+ * everywhere. docs/deploy.md says what a cluster still buys under this rule.
+ */
+export function keyPrefix(queuePrefix: string): string {
+  return `{${queuePrefix}}`;
+}
+
+/** Keys of our own beside BullMQ's, under the same prefix so one prefix (or hash tag) holds everything. */
+export const ownKeys = {
+  /**
+   * An accepted replay key (nonce, or legacy signature), bound to the event type it arrived for;
+   * per scheme, so a current-scheme nonce can never collide with a legacy signature's key.
+   */
+  replay: (prefix: string, scheme: string, replayKey: string) => `${prefix}:replay:${scheme}:${replayKey}`,
+  /**
+   * Written after each ingest when replicas must confirm it: WAIT counts the writes of its own
+   * connection, and a replay or a duplicate writes nothing of its own (its event may have come
+   * through another connection); this write puts every earlier write of the master behind it.
+   */
+  replicaMarker: (prefix: string) => `${prefix}:replica-ack`,
+  /**
+   * The de-duplication record of a received event (its value: the event type), kept for the
+   * de-duplication window after its jobs are gone. Short on purpose: it is the one key every event
+   * leaves for the whole window.
+   */
+  dedup: (prefix: string, eventId: string) => `${prefix}:d:${eventId}`,
+  /**
+   * The sequence of one ordering key of one target: the event ids of its deliveries in receipt
+   * order; the first is the one that may be in flight. Its name carries a digest of the key value.
+   */
+  orderSequence: (prefix: string, target: string, keyDigest: string) => `${prefix}:o:${target}:${keyDigest}`,
+  /** One target's blocked ordering keys (key value -> ms since 1970 when its first delivery was dead-lettered). */
+  orderBlocked: (prefix: string, target: string) => `${prefix}:ob:${target}`,
+  /** One bucket of the request-id index (request id -> event ids): a day (UTC, days since 1970) and a shard. */
+  requestIndex: (prefix: string, day: number, shard: number) => `${prefix}:r:${day}:${shard}`,
+};
