@@ -6,7 +6,7 @@ import { stringify } from 'yaml';
 import { runCli } from '../src/cli/run';
 import { deliveryStory } from '../src/forwarding/delivery-story';
 import type { DeliveryJob } from '../src/model/jobs';
-import { ADMIN_TEST_TOKEN, buildForwarding, waitUntil, type ForwardingHarness } from './support/forwarding-harness';
+import { ADMIN_TEST_TOKEN, buildForwarding, sendDeliveredAndDeadLettered, waitUntil, type ForwardingHarness } from './support/forwarding-harness';
 import { FakePlatform } from './support/platform';
 import { TargetServer } from './support/target-server';
 import { tempDir } from './support/temp-dir';
@@ -28,11 +28,7 @@ beforeAll(async () => {
     { name: 'erp', url: erp.url, maxAttempts: 3 },
     { name: 'crm', url: crm.url, maxAttempts: 2 },
   ]);
-  await platform.send(f.receiver.app, platform.signed('payment.result')).expect(200);
-  await erp.waitFor(() => erp.successes().length === 1);
-  eventId = String(erp.requests[0]!.headers['webhook-id']);
-  await waitUntil(async () => (await f.deadLetters.list({ target: 'crm' })).length === 1, 10000, 'crm dead-lettered');
-  await waitUntil(async () => (await f.pipeline.deliveryQueue('erp')!.getJobState(eventId)) === 'completed', 5000, 'erp completed');
+  eventId = await sendDeliveredAndDeadLettered(f, erp, 'erp', 'crm');
 });
 afterAll(async () => {
   await f.close();

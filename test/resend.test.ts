@@ -5,7 +5,7 @@ import { PassThrough } from 'node:stream';
 import request from 'supertest';
 import { stringify } from 'yaml';
 import { runCli } from '../src/cli/run';
-import { ADMIN_TEST_TOKEN, buildForwarding, waitUntil, type ForwardingHarness } from './support/forwarding-harness';
+import { ADMIN_TEST_TOKEN, buildForwarding, sendDeliveredAndDeadLettered, waitUntil, type ForwardingHarness } from './support/forwarding-harness';
 import { FakePlatform } from './support/platform';
 import { TargetServer } from './support/target-server';
 
@@ -26,11 +26,7 @@ beforeAll(async () => {
     { name: 'crm', url: crm.url, maxAttempts: 1, events: ['payment.result'] },
     { name: 'fx-only', url: erp.url, events: ['fx.result'] },
   ]);
-  await platform.send(f.receiver.app, platform.signed('payment.result')).expect(200);
-  await erp.waitFor(() => erp.successes().length === 1);
-  eventId = String(erp.requests[0]!.headers['webhook-id']);
-  await waitUntil(async () => (await f.deadLetters.list({ target: 'crm' })).length === 1, 10000, 'crm dead-lettered');
-  await waitUntil(async () => (await f.pipeline.deliveryQueue('erp')!.getJobState(eventId)) === 'completed', 5000, 'erp completed');
+  eventId = await sendDeliveredAndDeadLettered(f, erp, 'erp', 'crm');
 });
 afterAll(async () => {
   await f.close();

@@ -10,6 +10,7 @@ import type { Express } from 'express';
 import type { Pipeline } from '../../src/pipeline/pipeline';
 import { buildHarness, LogCapture, type Harness } from './harness';
 import type { FakePlatform } from './platform';
+import type { TargetServer } from './target-server';
 
 export const ADMIN_TEST_TOKEN = 'test-admin-token-0123456789';
 
@@ -71,4 +72,18 @@ export async function waitUntil(predicate: () => Promise<boolean> | boolean, tim
     if (Date.now() > deadline) throw new Error(`${what} not met within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 25));
   }
+}
+
+/**
+ * Sends one payment.result and waits until `delivered` has it (its delivery completed) and the
+ * delivery to `deadTarget` is a dead letter: the event the resend and delivery-story tests start from.
+ * Returns its event id.
+ */
+export async function sendDeliveredAndDeadLettered(f: ForwardingHarness, delivered: TargetServer, deliveredTarget: string, deadTarget: string): Promise<string> {
+  await f.platform.send(f.receiver.app, f.platform.signed('payment.result')).expect(200);
+  await delivered.waitFor(() => delivered.successes().length === 1);
+  const eventId = String(delivered.requests[0]!.headers['webhook-id']);
+  await waitUntil(async () => (await f.deadLetters.list({ target: deadTarget })).length === 1, 10000, `${deadTarget} dead-lettered`);
+  await waitUntil(async () => (await f.pipeline.deliveryQueue(deliveredTarget)!.getJobState(eventId)) === 'completed', 5000, `${deliveredTarget} completed`);
+  return eventId;
 }
