@@ -1,15 +1,14 @@
 import { DelayedError, Worker, UnrecoverableError, type Job } from 'bullmq';
 import type { RedisClient } from '../redis/connect';
-import { Agent } from 'undici';
 import type { Logger } from '../logging/logger';
 import type { Metrics } from '../monitoring/metrics';
-import { attemptDelivery, failureFacts, type AttemptSuccess } from './attempt';
+import { failureFacts, type AttemptSuccess } from './attempt';
 import { deliveryBackoff } from './backoff';
-import { settlesWithin } from '../redis/with-timeout';
 import type { DeliveryFailure, DeliveryJob } from '../model/jobs';
 import { deliveryQueueName } from '../model/names';
 import { buildRequest, type OutgoingRequest } from './build-request';
 import { createSigner } from './signer';
+import { createTransport } from './transport';
 import { maskHeaders } from '../logging/mask-headers';
 import type { Target } from '../model/target-schema';
 import type { Sequencer } from '../ordering/sequencer';
@@ -31,7 +30,7 @@ export interface WorkerDeps {
  * (delayed, no attempt spent) until the delivery before it is done.
  */
 export function createDeliveryWorker(target: Target, deps: WorkerDeps, sequencer?: Sequencer): { worker: Worker; close(ms?: number): Promise<void> } {
-  const dispatcher = new Agent({ connections: target.concurrency, keepAliveTimeout: 4000 });
+  const transport = createTransport(target);
   const sign = createSigner(target);
   const { logger, metrics } = deps;
   const series = metrics.target(target.name);
@@ -59,7 +58,7 @@ export function createDeliveryWorker(target: Target, deps: WorkerDeps, sequencer
     let req: OutgoingRequest | undefined;
     try {
       req = buildRequest(job.data, target, sign, new Date());
-      const result = await attemptDelivery(target, dispatcher, req);
+      const result = await transport.send(req, job.data);
       await advance(job, 'delivered');
       series.delivered(eventType).inc();
       series.latency.observe((Date.now() - Date.parse(job.data.receivedAt)) / 1000);
@@ -108,8 +107,6 @@ export function createDeliveryWorker(target: Target, deps: WorkerDeps, sequencer
   return {
     worker,
     /** Lets requests under way end within `ms`, then cuts them (their jobs are retried). */
-    async close(ms = 1000) {
-      if (!(await settlesWithin(dispatcher.close(), ms))) await dispatcher.destroy();
-    },
+    close: (ms = 1000) => transport.close(ms),
   };
 }

@@ -1,0 +1,34 @@
+import { Agent } from 'undici';
+import { attemptDelivery, type AttemptSuccess } from './attempt';
+import { settlesWithin } from '../redis/with-timeout';
+import type { DeliveryJob } from '../model/jobs';
+import type { OutgoingRequest } from './build-request';
+import type { Target } from '../model/target-schema';
+
+/**
+ * How a target's deliveries leave this service: the worker builds the message (headers and body, the
+ * same for every kind of target) and hands it over. `send` resolves only once the receiving side has
+ * confirmed it, and otherwise throws TransientDeliveryError (retried with the target's backoff) or
+ * PermanentDeliveryError (dead-lettered now).
+ */
+export interface DeliveryTransport {
+  send(message: OutgoingRequest, job: DeliveryJob): Promise<AttemptSuccess>;
+  /** Lets sends under way end within `ms`, then cuts them (their jobs are retried). */
+  close(ms: number): Promise<void>;
+}
+
+/** HTTP POST to the target's URL over one connection pool per target and worker process. */
+export function createHttpTransport(target: Target): DeliveryTransport {
+  const dispatcher = new Agent({ connections: target.concurrency, keepAliveTimeout: 4000 });
+  return {
+    send: (message) => attemptDelivery(target, dispatcher, message),
+    async close(ms) {
+      if (!(await settlesWithin(dispatcher.close(), ms))) await dispatcher.destroy();
+    },
+  };
+}
+
+/** The transport for a target's kind of destination. */
+export function createTransport(target: Target): DeliveryTransport {
+  return createHttpTransport(target);
+}
