@@ -78,7 +78,7 @@ export function createAmqpTransport(target: Target, d: AmqpDestination): Deliver
     const routingKey = fillTemplate(d.routingKey, job.eventType);
     const where = `exchange "${d.exchange}" with routing key "${routingKey}"`;
     return new Promise<AttemptSuccess>((resolve, reject) => {
-      const timer = setTimeout(() => reject(brokerFailure('timeout', `no publisher confirm from RabbitMQ for ${where} within ${target.timeoutMs} ms`, elapsed())), target.timeoutMs);
+      const timer = setTimeout(() => reject(brokerFailure('timeout', `no publisher confirm from RabbitMQ for ${where} (timeoutMs)`, elapsed())), target.timeoutMs);
       const content = typeof message.body === 'string' ? Buffer.from(message.body) : message.body;
       try {
         link.channel.publish(

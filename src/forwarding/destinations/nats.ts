@@ -71,7 +71,7 @@ export function createNatsTransport(target: Target, d: NatsDestination): Deliver
         const ack = await link.js.publish(subject, message.body, { msgID: job.eventId, headers: h, timeout: target.timeoutMs });
         return { latencyMs: elapsed(), confirmed: `stream ${ack.stream} seq ${ack.seq}${ack.duplicate ? ' duplicate' : ''}` };
       } catch (err) {
-        throw publishFailure(err, subject, target.timeoutMs, elapsed());
+        throw publishFailure(err, subject, elapsed());
       }
     },
     close: (ms) => closeWithin(links, ms),
@@ -79,12 +79,12 @@ export function createNatsTransport(target: Target, d: NatsDestination): Deliver
 }
 
 /** Why a JetStream publish failed, as a failure the worker records. */
-function publishFailure(err: unknown, subject: string, timeoutMs: number, latencyMs: number): Error {
+function publishFailure(err: unknown, subject: string, latencyMs: number): Error {
   const e = err as Error;
   if (e.name === 'JetStreamNotEnabled') {
     return brokerFailure('no_stream', `no stream: no JetStream stream captures subject "${subject}" (nothing answered the publish)`, latencyMs);
   }
-  if (e instanceof TimeoutError) return brokerFailure('timeout', `no JetStream acknowledgement for subject "${subject}" within ${timeoutMs} ms`, latencyMs);
+  if (e instanceof TimeoutError) return brokerFailure('timeout', `no JetStream acknowledgement for subject "${subject}" (timeoutMs)`, latencyMs);
   // Larger than the server's max_payload: the same every time.
   if (e instanceof InvalidArgumentError) return brokerFailure('broker', `NATS refused the message: ${describeError(e)}`, latencyMs, true);
   const cls = classifyClientError(err);

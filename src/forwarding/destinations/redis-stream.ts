@@ -60,7 +60,7 @@ export function createRedisStreamTransport(target: Target, d: RedisStreamDestina
       } catch (err) {
         if (err instanceof Error && err.name.endsWith('DeliveryError')) throw err;
         const text = describeError(err);
-        if (/timed out/i.test(text)) throw brokerFailure('timeout', `no answer from Redis to XADD on stream "${stream}" within ${target.timeoutMs} ms`, elapsed());
+        if (/timed out/i.test(text)) throw brokerFailure('timeout', `no answer from Redis to XADD on stream "${stream}" (timeoutMs)`, elapsed());
         const cls = err instanceof Error && err.name === 'ReplyError' ? 'broker' : classifyClientError(err);
         const why = /writeable|Connection is closed|max retries/i.test(text) && lastError ? `${text} (${lastError})` : text;
         throw brokerFailure(cls, `XADD to Redis stream "${stream}" failed: ${why}`, elapsed());
