@@ -2,7 +2,7 @@ import path from 'node:path';
 import { projectRoot } from '../../src/config/project-root';
 import { EVENT_TYPES } from '../../src/model/event-table';
 
-export const PHASES = ['ingest', 'fixedRate', 'drain', 'growth', 'soak'] as const;
+export const PHASES = ['ingest', 'fixedRate', 'drain', 'growth', 'soak', 'amqp'] as const;
 export type PhaseName = (typeof PHASES)[number];
 
 /** Everything a run can vary; `npm run bench -- --smoke` or BENCH_* environment variables pick the values. */
@@ -31,6 +31,11 @@ export interface BenchOptions {
    * the best of each counts, as in the ingest phase.
    */
   drain: { backlog: number; growthBacklog: number; rawWorkerConcurrency: number; targetConcurrency: number; rounds: number };
+  /**
+   * The drain to RabbitMQ (the machine's, by default): the service's delivery worker against raw
+   * amqplib publishers with confirms, the same backlog, interleaved `rounds` times; the best counts.
+   */
+  amqp: { url: string; backlog: number; rounds: number };
   soak: { rate: number; seconds: number; baselineSeconds: number; sampleEveryMs: number };
   /** Profile the service under ingest load (`node --cpu-prof`) in an extra run that does not count. */
   profile: boolean;
@@ -127,6 +132,11 @@ export function benchOptions(env: Env, command: string): BenchOptions {
       // The same deliveries in flight as the raw worker, which runs one worker per event queue.
       targetConcurrency: num(env, 'TARGET_CONCURRENCY', rawConcurrency * EVENT_TYPES.length),
       rounds: num(env, 'DRAIN_ROUNDS', smoke ? 1 : 3),
+    },
+    amqp: {
+      url: env.BENCH_AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672',
+      backlog: num(env, 'AMQP_BACKLOG', smoke ? 300 : 20_000),
+      rounds: num(env, 'AMQP_ROUNDS', smoke ? 1 : 2),
     },
     soak: {
       rate: num(env, 'SOAK_RATE', smoke ? 200 : 250),

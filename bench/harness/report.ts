@@ -145,6 +145,17 @@ export function buildRows(res: BenchResult): TableRow[] {
   }
   // The service's RSS at the peak of every phase (the receiver alone at ingest, ROLE=all at a fixed rate and
   // in the soak, the worker alone in the drains), each against the target.
+  if (res.amqp) {
+    const a = res.amqp;
+    const sec = `drain to RabbitMQ, ${a.backlog.toLocaleString('en-US')} queued (vs raw amqplib with confirms)`;
+    const s = 'skipped' in a.service ? undefined : a.service;
+    const b = 'skipped' in a.baseline ? undefined : a.baseline;
+    const q = s && b ? ratio(s.eventsPerSec, b.eventsPerSec) : undefined;
+    row(sec, 'events/s confirmed', s?.eventsPerSec ?? ('skipped' in a.service ? a.service.skipped : ''), b?.eventsPerSec ?? ('skipped' in a.baseline ? a.baseline.skipped : ''), `>= ${TARGETS.drainRatio}x`, s && b ? typeof q === 'number' && q >= TARGETS.drainRatio && s.delivered === a.backlog : null);
+    if (a.rounds) row(sec, 'events/s confirmed, every round (best counts)', a.rounds.service.join(' / '), a.rounds.baseline.join(' / '), '', null, false);
+    row(sec, 'CPU ms per delivery (drainer)', s?.cpuMsPerDelivery, b?.cpuMsPerDelivery);
+    row(sec, 'RSS max MB', s?.rssMaxMB, b?.rssMaxMB, '', null, false);
+  }
   const peaks: [string, number | undefined, number | undefined][] = [
     ['ingest (ROLE=receiver)', res.ingest?.service.rssMaxMB, res.ingest?.baseline.rssMaxMB],
     [`fixed ${res.fixedRate?.rate ?? ''}/s (ROLE=all)`, res.fixedRate?.service.rssMaxMB, res.fixedRate?.baseline.rssMaxMB],

@@ -174,6 +174,26 @@ export interface BenchResult {
   drain?: DrainPhase;
   growth?: DrainPhase & { serviceCostGrowth: number | null; baselineCostGrowth: number | null };
   soak?: SoakPhase;
+  amqp?: AmqpPhase;
   profile?: { file: string; totalMs: number; top: ProfileEntry[]; byPackage: { name: string; selfPct: number }[] };
   rows: TableRow[];
+}
+
+/** One drain of the backlog into RabbitMQ, timed at a consumer of the bound queue. */
+export interface AmqpDrainFigures {
+  backlog: number;
+  /** Distinct event ids the consumer received. */
+  delivered: number;
+  eventsPerSec: number;
+  cpuMsPerDelivery: number;
+  rssMaxMB: number;
+}
+
+export type MaybeAmqpDrain = AmqpDrainFigures | { skipped: string };
+
+export interface AmqpPhase {
+  backlog: number;
+  service: MaybeAmqpDrain;
+  baseline: MaybeAmqpDrain;
+  rounds?: { service: number[]; baseline: number[] };
 }

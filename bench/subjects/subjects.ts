@@ -116,3 +116,16 @@ export async function startRawWorkerProcess(opts: { redisUrl: string; prefix: st
   await waitForMessage<{ type: 'ready' }>(child, 'ready', 30_000);
   return { kind: 'baseline', pid: pidOf(child), stop: () => stopChild(child) };
 }
+
+/** The AMQP baseline (raw-amqp-worker.ts): plain BullMQ workers publishing with confirms. */
+export async function startRawAmqpWorkerProcess(opts: { redisUrl: string; prefix: string; amqpUrl: string; exchange: string; concurrency: number }): Promise<Subject> {
+  const child = forkBench('subjects/raw-amqp-worker', [], {
+    REDIS_URL: opts.redisUrl,
+    QUEUE_PREFIX: opts.prefix,
+    AMQP_URL: opts.amqpUrl,
+    AMQP_EXCHANGE: opts.exchange,
+    RAW_CONCURRENCY: String(opts.concurrency),
+  });
+  await waitForMessage<{ type: 'ready' }>(child, 'ready', 30_000);
+  return { kind: 'baseline', pid: pidOf(child), stop: () => stopChild(child) };
+}

@@ -5,12 +5,14 @@ const MASK = '***';
 /** Setting names whose values are secrets, whatever part of the configuration they sit in. */
 const SECRET_KEY = /password|secret|token|apikey|credential/i;
 
-/** A Redis (or any) URL with its password replaced, fit to print. */
+/** A Redis, broker (or any) URL with its password, or a token in the user name's place, replaced, fit to print. */
 export function maskUrl(url: string): string {
   try {
     const u = new URL(url);
-    if (!u.password) return url;
-    u.password = MASK;
+    if (u.password) u.password = MASK;
+    // A user name without a password is a token (nats://TOKEN@host).
+    else if (u.username) u.username = MASK;
+    else return url;
     return u.toString();
   } catch {
     return url;

@@ -1,5 +1,7 @@
 import { EVENT_TYPES } from '../model/event-table';
 import { subscribes } from '../model/target-schema';
+import { destinationUrls, destinationUsesTls } from '../model/destination-schema';
+import { isLoopbackUrl } from '../model/target-url';
 import { environmentsOf } from './environments';
 import type { Config } from './schema';
 
@@ -27,7 +29,10 @@ export function configWarnings(config: Config): string[] {
     }
   }
   for (const t of config.targets) {
-    if (new URL(t.url).protocol === 'http:') warnings.push(`target ${t.name} uses http:// (${t.url}): events and their headers cross the network unencrypted; use https:// unless it stays on this host`);
+    if (t.url !== undefined && new URL(t.url).protocol === 'http:') warnings.push(`target ${t.name} uses http:// (${t.url}): events and their headers cross the network unencrypted; use https:// unless it stays on this host`);
+    if (t.destination && !destinationUsesTls(t.destination) && !destinationUrls(t.destination).every((u) => isLoopbackUrl(new URL(u)))) {
+      warnings.push(`target ${t.name} publishes to its ${t.destination.type} broker without TLS: events, their signatures and the broker credentials cross the network unencrypted; use amqps://, tls:// or rediss:// unless the broker stays on this host`);
+    }
   }
   if (config.role !== 'worker' && !hasSecretBasePath(config.callbackBasePath)) {
     for (const env of environmentsOf(config)) {

@@ -56,7 +56,8 @@ export async function attemptDelivery(target: Target, dispatcher: Dispatcher, re
   try {
     let res: Dispatcher.ResponseData;
     try {
-      res = await request(target.url, {
+      // An HTTP target has a url (the schema requires url or destination; createTransport picks by it).
+      res = await request(target.url!, {
         method: 'POST',
         headers: req.headers,
         body: req.body,

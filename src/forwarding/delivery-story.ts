@@ -41,9 +41,10 @@ function isSeriesStart(e: LogEntry): e is SeriesStart {
  */
 export async function markSeriesStart(job: Job<DeliveryJob>, trigger: SeriesStart['series'], by: string): Promise<void> {
   const returned = job.returnvalue as DeliveryResult | null | undefined;
-  if (returned && typeof returned.status === 'number' && job.finishedOn) {
+  if (returned && typeof returned.latencyMs === 'number' && job.finishedOn) {
     const delivered: DeliveredAttempt = {
-      status: returned.status,
+      ...(returned.status === undefined ? {} : { status: returned.status }),
+      ...(returned.confirmed === undefined ? {} : { confirmed: returned.confirmed }),
       latencyMs: returned.latencyMs,
       outcome: 'delivered',
       at: new Date(job.finishedOn).toISOString(),

@@ -4,6 +4,9 @@ import { settlesWithin } from '../redis/with-timeout';
 import type { DeliveryJob } from '../model/jobs';
 import type { OutgoingRequest } from './build-request';
 import type { Target } from '../model/target-schema';
+import { createAmqpTransport } from './destinations/amqp';
+import { createNatsTransport } from './destinations/nats';
+import { createRedisStreamTransport } from './destinations/redis-stream';
 
 /**
  * How a target's deliveries leave this service: the worker builds the message (headers and body, the
@@ -28,7 +31,17 @@ export function createHttpTransport(target: Target): DeliveryTransport {
   };
 }
 
-/** The transport for a target's kind of destination. */
+/** The transport for a target's kind of destination: its `url` (HTTP) or its message broker. */
 export function createTransport(target: Target): DeliveryTransport {
-  return createHttpTransport(target);
+  const d = target.destination;
+  switch (d?.type) {
+    case undefined:
+      return createHttpTransport(target);
+    case 'amqp':
+      return createAmqpTransport(target, d);
+    case 'nats':
+      return createNatsTransport(target, d);
+    case 'redis-stream':
+      return createRedisStreamTransport(target, d);
+  }
 }

@@ -15,7 +15,8 @@ export interface SeriesStart {
 }
 
 /** What kind of failure an attempt met, in words an operator can act on. */
-export type ErrorClass = 'http_status' | 'timeout' | 'connection_refused' | 'connection_reset' | 'dns' | 'tls' | 'network';
+/** How an attempt failed; `unroutable`, `no_stream` and `broker` are a message broker's refusals. */
+export type ErrorClass = 'http_status' | 'timeout' | 'connection_refused' | 'connection_reset' | 'dns' | 'tls' | 'network' | 'unroutable' | 'no_stream' | 'broker';
 
 interface ReceivedNotification {
   /** Deterministic: the same event type and body always give the same id. */
@@ -98,8 +99,11 @@ export type DeliveryJob = DeliveryFields & {
  * (they follow from the event and the target's settings); a failed attempt keeps them masked.
  */
 export interface DeliveryResult {
-  status: number;
+  /** The target's HTTP status; a broker answers no status. */
+  status?: number;
   latencyMs: number;
+  /** What a broker confirmed, e.g. `stream EVENTS seq 42`, `duplicate`. */
+  confirmed?: string;
 }
 
 /** One failed attempt, as data: in the job's log, the admin API's event view and the dead letter. */
@@ -107,7 +111,7 @@ export interface DeliveryFailure {
   at: string;
   attempt: number;
   target?: string;
-  /** http_status, timeout, connection_refused, connection_reset, dns, tls, network; absent for an unexpected error. */
+  /** http_status, timeout, connection_refused, connection_reset, dns, tls, network, unroutable, no_stream, broker; absent for an unexpected error. */
   errorClass?: ErrorClass;
   status?: number;
   /** The readable summary, also the job's failedReason. */

@@ -3,6 +3,7 @@ import { nearest } from './nearest';
 import { EVENT_TYPES } from './event-table';
 import { filterProblems } from './filter';
 import { isLoopbackUrl, secretKeyBytes } from './target-url';
+import { destinationSchema } from './destination-schema';
 
 /** HMAC-SHA256 keys shorter than this can be guessed offline from one signed request. */
 export const MIN_SECRET_BYTES = 24;
@@ -32,7 +33,10 @@ const headerValue = z.string().regex(/^[\t\x20-\x7e\xa0-\uffff]*$/, 'a header va
 const targetFields = z.object({
   /** Names the target in queues, metrics and logs. */
   name: z.string().regex(/^[a-z0-9_-]{1,40}$/, 'lower-case letters, digits, _ and -, at most 40'),
-  url: z.url({ protocol: /^https?$/ }),
+  /** Where an HTTP target's deliveries are POSTed; a broker target names a `destination` instead. */
+  url: z.url({ protocol: /^https?$/ }).optional(),
+  /** A message broker (RabbitMQ, NATS JetStream, a Redis stream) in place of `url`. */
+  destination: destinationSchema.optional(),
   /** Event types to receive, or `["*"]` for all. */
   events: z.array(eventSelector).min(1),
   /**
@@ -91,8 +95,15 @@ const targetFields = z.object({
  * (unless the target says `allowInsecure`), and every secret at least {@link MIN_SECRET_BYTES} bytes.
  */
 export const targetSchema = targetFields.superRefine((t, ctx) => {
-  const url = new URL(t.url);
-  if (url.protocol === 'http:' && !t.allowInsecure && !isLoopbackUrl(url)) {
+  if ((t.url === undefined) === (t.destination === undefined)) {
+    ctx.addIssue({
+      code: 'custom',
+      path: t.url === undefined ? [] : ['destination'],
+      message: `target "${t.name}": give exactly one of url (an HTTP endpoint) and destination (a message broker: { type: amqp | nats | redis-stream, … })`,
+    });
+  }
+  const url = t.url === undefined ? undefined : new URL(t.url);
+  if (url?.protocol === 'http:' && !t.allowInsecure && !isLoopbackUrl(url)) {
     ctx.addIssue({
       code: 'custom',
       path: ['url'],

@@ -9,6 +9,7 @@ import { durabilityWarnings, inspectRedisDurability } from '../../operations/red
 import type { Config } from '../../config/schema';
 import { createRedisConnector } from '../../redis/connect';
 import { describeSources } from '../operator-config';
+import { probeDestination } from '../../forwarding/destinations/probe';
 
 type Out = (line: string) => void;
 
@@ -32,7 +33,8 @@ async function redisWarnings(config: Config, where: string): Promise<string[]> {
 
 /**
  * `config check`: reads the configuration exactly as the service would (a problem exits 78 with the
- * reasons), then prints it with secrets masked and what is valid but risky.
+ * reasons), then prints it with secrets masked, whether each broker destination is reachable (and, for
+ * NATS, whether a stream captures its subjects), and what is valid but risky.
  */
 export async function configCheckCommand(env: Record<string, string | undefined>, out: Out): Promise<number> {
   const loaded = loadConfigDetailed(env);
@@ -43,6 +45,17 @@ export async function configCheckCommand(env: Record<string, string | undefined>
   out('effective configuration (secrets masked):');
   out(stringify(maskSecrets(config)).trimEnd().replace(/^/gm, '  '));
   const warnings = [...envWarnings(env), ...loaded.warnings, ...configWarnings(config), ...(await redisWarnings(config, describeRedis(config)))];
+  const brokers = config.targets.flatMap((t) => (t.destination ? [{ target: t, destination: t.destination }] : []));
+  if (brokers.length) {
+    out('');
+    out('destinations:');
+    const probes = await Promise.all(brokers.map(({ target, destination }) => probeDestination(target, destination)));
+    brokers.forEach(({ target, destination }, i) => {
+      const { ok, line } = probes[i]!;
+      out(`  - ${target.name} (${destination.type}): ${line}`);
+      if (!ok) warnings.push(`target ${target.name}: its ${destination.type} destination is ${line}`);
+    });
+  }
   out('');
   out(warnings.length ? `${warnings.length} warning${warnings.length === 1 ? '' : 's'}:` : 'no warnings');
   for (const w of warnings) out(`  - ${w}`);

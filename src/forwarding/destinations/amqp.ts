@@ -1,0 +1,125 @@
+import { connect, type ChannelModel, type ConfirmChannel, type Message } from 'amqplib';
+import type { AttemptSuccess } from '../attempt';
+import type { OutgoingRequest } from '../build-request';
+import type { DeliveryTransport } from '../transport';
+import { brokerFailure, classifyClientError, closeWithin, describeError, LazyConnection, messageSeconds, readTlsFiles } from './broker';
+import { fillTemplate, type AmqpDestination } from '../../model/destination-schema';
+import type { DeliveryJob } from '../../model/jobs';
+import type { Target } from '../../model/target-schema';
+
+/** Seconds between AMQP heartbeats unless the URL says (`?heartbeat=`): a broker that stops answering is noticed within two. */
+const HEARTBEAT_S = 10;
+
+interface Link {
+  model: ChannelModel;
+  channel: ConfirmChannel;
+  /** Why the channel or connection closed, when the broker said (a 404 for a missing exchange). */
+  closedBy?: string;
+  /** Message ids the broker returned (no queue took them); their confirm follows the return. */
+  returned: Map<string, string>;
+}
+
+/** The URL with the default heartbeat, unless it sets its own. */
+function withHeartbeat(url: string): string {
+  const u = new URL(url);
+  if (!u.searchParams.has('heartbeat')) u.searchParams.set('heartbeat', String(HEARTBEAT_S));
+  return u.toString();
+}
+
+/** Opens a connection and one confirm channel on it; `onLost` runs once when either closes. */
+export async function openAmqp(d: AmqpDestination, connectTimeoutMs: number, onLost: (link: Link) => void): Promise<Link> {
+  const tls = d.url.startsWith('amqps:') ? readTlsFiles(d.tls) : {};
+  const model = await connect(withHeartbeat(d.url), { ...tls, timeout: connectTimeoutMs });
+  let channel: ConfirmChannel;
+  try {
+    channel = await model.createConfirmChannel();
+  } catch (err) {
+    await model.close().catch(() => undefined);
+    throw err;
+  }
+  const link: Link = { model, channel, returned: new Map() };
+  let lost = false;
+  const lose = (err?: Error) => {
+    if (err?.message) link.closedBy ??= err.message;
+    if (lost) return;
+    lost = true;
+    onLost(link);
+    // A channel closed by the broker (a missing exchange) leaves the connection open: close it too.
+    model.close().catch(() => undefined);
+  };
+  model.on('error', lose);
+  model.on('close', lose);
+  channel.on('error', lose);
+  channel.on('close', () => lose());
+  channel.on('return', (msg: Message) => {
+    const id = msg.properties.messageId as string | undefined;
+    // A basic.return's fields (amqplib's types name only a delivery's).
+    const fields = msg.fields as unknown as { replyCode?: number; replyText?: string };
+    if (id !== undefined) link.returned.set(id, `${fields.replyCode ?? '?'} ${fields.replyText ?? ''}`.trim());
+  });
+  return link;
+}
+
+/**
+ * RabbitMQ through one connection and confirm channel per target and worker process. A delivery is a
+ * persistent, `mandatory` publish that the broker confirmed (ack); a nack, a return (no queue bound for
+ * the routing key), a closed channel or no confirm within the target's `timeoutMs` is a failure, retried
+ * with the target's backoff.
+ */
+export function createAmqpTransport(target: Target, d: AmqpDestination): DeliveryTransport {
+  const links = new LazyConnection<Link>(
+    () => openAmqp(d, target.timeoutMs, (link) => links.lost(link)),
+    async (link) => link.model.close(),
+  );
+
+  function publish(link: Link, message: OutgoingRequest, job: DeliveryJob, started: number): Promise<AttemptSuccess> {
+    const elapsed = () => Math.round(performance.now() - started);
+    const { 'content-type': contentType, ...headers } = message.headers;
+    const routingKey = fillTemplate(d.routingKey, job.eventType);
+    const where = `exchange "${d.exchange}" with routing key "${routingKey}"`;
+    return new Promise<AttemptSuccess>((resolve, reject) => {
+      const timer = setTimeout(() => reject(brokerFailure('timeout', `no publisher confirm from RabbitMQ for ${where} (timeoutMs)`, elapsed())), target.timeoutMs);
+      const content = typeof message.body === 'string' ? Buffer.from(message.body) : message.body;
+      try {
+        link.channel.publish(
+          d.exchange,
+          routingKey,
+          content,
+          { persistent: true, mandatory: true, messageId: job.eventId, type: job.eventType, timestamp: messageSeconds(message.headers), contentType, headers },
+          (err: unknown) => {
+            clearTimeout(timer);
+            const returned = link.returned.get(job.eventId);
+            link.returned.delete(job.eventId);
+            if (returned !== undefined) {
+              reject(brokerFailure('unroutable', `unroutable: RabbitMQ returned the message (${returned}): no queue is bound to ${where}`, elapsed()));
+            } else if (err) {
+              const why = link.closedBy ?? describeError(err);
+              reject(brokerFailure('broker', `RabbitMQ did not confirm the publish to ${where}: ${why}`, elapsed()));
+            } else {
+              resolve({ latencyMs: elapsed(), confirmed: 'publisher confirm' });
+            }
+          },
+        );
+      } catch (err) {
+        clearTimeout(timer);
+        // A message the client cannot encode (a header table over 64 KiB) fails the same way every time.
+        const permanent = err instanceof RangeError;
+        reject(brokerFailure(permanent ? 'broker' : 'connection_reset', `cannot publish to RabbitMQ: ${describeError(link.closedBy ?? err)}`, elapsed(), permanent));
+      }
+    });
+  }
+
+  return {
+    async send(message, job) {
+      const started = performance.now();
+      let link: Link;
+      try {
+        link = await links.get();
+      } catch (err) {
+        throw brokerFailure(classifyClientError(err), `cannot connect to RabbitMQ: ${describeError(err)}`, Math.round(performance.now() - started));
+      }
+      return publish(link, message, job, started);
+    },
+    close: (ms) => closeWithin(links, ms),
+  };
+}
