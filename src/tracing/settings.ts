@@ -31,3 +31,8 @@ export function tracingSettings(env: Record<string, string | undefined>): Tracin
 export class TracingConfigError extends Error {
   override readonly name = 'TracingConfigError';
 }
+
+/** The endpoint for a log line: credentials in its user part (or query string) masked. */
+export function maskedEndpoint(endpoint: string): string {
+  return endpoint.replace(/\/\/[^/@]*@/, '//***@').replace(/\?.*$/, '?***');
+}
