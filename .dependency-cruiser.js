@@ -7,6 +7,7 @@ const LAYERS = [
   // subnets, the error base.
   'model',
   'logging', // winston, masking, throttled repeats, audit lines
+  'tracing', // OpenTelemetry hooks (no-ops until configured), the SDK loaded only then, traceparent values
   'signature', // verifying the platform's signatures (pure)
   'signing', // signing as the platform does (the CLI's `send`, tests)
   'routing', // which targets get an event, its ordering key: planDeliveries

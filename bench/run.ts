@@ -13,6 +13,7 @@ import { runFixedRatePhase } from './phases/fixed-rate';
 import { ingestRound, runIngestPhase } from './phases/ingest';
 import { runSoakPhase } from './phases/soak';
 import { runAmqpPhase } from './phases/amqp';
+import { runTracingPhase } from './phases/tracing';
 import { forwardingAvailable, killAllChildren, overrideServiceNodeFlags } from './harness/processes';
 import { newestProfile, summarizeProfile } from './harness/profile-summary';
 import { BenchRedis } from './harness/redis';
@@ -82,6 +83,7 @@ export async function runBench(options: BenchOptions, log: (line: string) => voi
     }
     if (options.phases.has('soak')) result.soak = await runSoakPhase(ctx);
     if (options.phases.has('amqp')) result.amqp = await runAmqpPhase(ctx);
+    if (options.phases.has('tracing')) result.tracing = await runTracingPhase(ctx);
     result.meta.finishedAt = new Date().toISOString();
     result.meta.durationSec = Math.round((Date.now() - started) / 1000);
     result.rows = buildRows(result);

@@ -7,6 +7,8 @@ import { createMetrics } from './monitoring/metrics';
 import { keyPrefix } from './model/names';
 import { createRedisConnector } from './redis/connect';
 import { startService } from './service';
+import { startTracing } from './tracing/start';
+import { maskedEndpoint, TracingConfigError, tracingSettings } from './tracing/settings';
 
 /** What a shutdown may take beyond the receiver's and the workers' own bounds before the process leaves anyway. */
 const SHUTDOWN_MARGIN_MS = 5000;
@@ -24,8 +26,9 @@ async function main(): Promise<void> {
     configWarnings = loaded.warnings;
     environments = config.role === 'worker' ? [] : loadEnvironments(config, { warn: (message, fields) => keyWarnings.push([message, fields]) });
     redis = createRedisConnector(config);
+    tracingSettings(process.env);
   } catch (err) {
-    if (err instanceof ConfigError) {
+    if (err instanceof ConfigError || err instanceof TracingConfigError) {
       process.stderr.write(`${err.message}\n`);
       process.exit(78); // EX_CONFIG
     }
@@ -35,7 +38,10 @@ async function main(): Promise<void> {
   for (const [message, fields] of keyWarnings) logger.warn(message, fields);
   for (const warning of configWarnings) logger.warn('configuration', { warning });
   for (const typo of mistypedEnv(process.env)) logger.warn('environment variable ignored: not a setting', typo);
-  const metrics = createMetrics();
+  // Before anything that receives or delivers, so the first notification is traced too.
+  const tracing = await startTracing(process.env, (key, message, fields) => logger.repeated('warn', key, message, fields));
+  if (tracing) logger.info('tracing', { endpoint: maskedEndpoint(tracing.settings.endpoint), protocol: tracing.settings.protocol });
+  const metrics = createMetrics(undefined, true, { exemplars: tracing !== undefined });
   logger.info('redis', { topology: redis.target.kind, at: redis.description, keyPrefix: keyPrefix(config.queuePrefix), minReplicasAck: config.redisMinReplicasAck });
   const service = await startService(config, environments, logger, metrics, redis, process.env);
 
@@ -56,6 +62,8 @@ async function main(): Promise<void> {
     }, boundMs).unref();
     service
       .close()
+      // What the batch processor still holds goes to the collector before the process leaves.
+      .then(() => tracing?.shutdown().catch((err: Error) => logger.warn('tracing: spans not exported at shutdown', { error: err.message })))
       .then(() => {
         logger.info('stopped');
         process.exit(0);

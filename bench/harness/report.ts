@@ -9,6 +9,8 @@ export const TARGETS = {
   ackP99Ms: 20,
   e2eP99Ms: 50,
   drainRatio: 0.8,
+  /** Ingest with tracing on (every span sampled and exported) against off, in the same run. */
+  tracingIngestRatio: 0.8,
   rssUnderLoadMB: 200,
   /** Per-event drain cost at 10x the backlog over the cost at 1x: flat means within 10 %. */
   growthCost: 1.1,
@@ -185,6 +187,19 @@ export function buildRows(res: BenchResult): TableRow[] {
     row(sec, 'ack p99 ms', s.ack.p99, b.ack.p99, `<= ${TARGETS.ackP99Ms} ms`, s.ack.p99 <= TARGETS.ackP99Ms);
     row(sec, 'e2e p99 ms', s.e2e?.p99 ?? s.e2eSkipped, b.e2e?.p99, `<= ${TARGETS.e2eP99Ms} ms`, s.e2e ? s.e2e.p99 <= TARGETS.e2eP99Ms : null);
     row(sec, 'errors', s.errors, b.errors, '0', s.errors === 0, false);
+  }
+  if (res.tracing) {
+    // The service against itself: tracing on (every span sampled, exported to a local collector) in the service column, off in the baseline one.
+    const { ingest, drain } = res.tracing;
+    const sec = 'tracing on (100 % sampled) vs off, same run';
+    const q = ratio(ingest.on.acceptedPerSec, ingest.off.acceptedPerSec);
+    row(sec, 'ingest accepted/s, no errors', ingest.on.acceptedPerSec, ingest.off.acceptedPerSec, `>= ${TARGETS.tracingIngestRatio}x`, typeof q === 'number' && q >= TARGETS.tracingIngestRatio && ingest.on.errors === 0);
+    row(sec, 'ingest ack p99 ms', ingest.on.ack.p99, ingest.off.ack.p99);
+    row(sec, 'ingest CPU ms per accepted request', ingest.on.cpu.subjectMsPerRequest, ingest.off.cpu.subjectMsPerRequest);
+    const on = 'skipped' in drain.on ? drain.on.skipped : drain.on.eventsPerSec;
+    const off = 'skipped' in drain.off ? drain.off.skipped : drain.off.eventsPerSec;
+    row(sec, 'drain events/s', on, off);
+    row(sec, 'drain CPU ms per delivery', 'skipped' in drain.on ? undefined : drain.on.cpuMsPerDelivery, 'skipped' in drain.off ? undefined : drain.off.cpuMsPerDelivery);
   }
   return rows;
 }

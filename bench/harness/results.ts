@@ -158,6 +158,15 @@ export interface TableRow {
   met: boolean | null;
 }
 
+/** The service with tracing off and on in the same run (best round of each). */
+export interface TracingPhase {
+  ingest: { off: IngestFigures; on: IngestFigures; rounds: { off: number[]; on: number[] } };
+  drain: { off: MaybeDrain; on: MaybeDrain };
+  /** OTLP export requests the local collector received, and their size. */
+  exports: number;
+  exportedMB: number;
+}
+
 export interface BenchResult {
   meta: {
     startedAt: string;
@@ -175,6 +184,7 @@ export interface BenchResult {
   growth?: DrainPhase & { serviceCostGrowth: number | null; baselineCostGrowth: number | null };
   soak?: SoakPhase;
   amqp?: AmqpPhase;
+  tracing?: TracingPhase;
   profile?: { file: string; totalMs: number; top: ProfileEntry[]; byPackage: { name: string; selfPct: number }[] };
   rows: TableRow[];
 }

@@ -41,7 +41,7 @@ async function startDrainer(ctx: BenchContext, kind: Kind, prefix: string, label
  * still holds right after the drain, once retention has removed completed jobs, and once the keys
  * with a TTL (de-duplication, request-id index) have gone too, each against its starting level.
  */
-async function drainRun(ctx: BenchContext, kind: Kind, backlog: number, label: string, orderKeys = 0, targetCount = 1): Promise<MaybeDrain> {
+export async function drainRun(ctx: BenchContext, kind: Kind, backlog: number, label: string, orderKeys = 0, targetCount = 1): Promise<MaybeDrain> {
   await ctx.redis.flush();
   await ctx.sink.reset();
   const prefix = `${label}${kind}`;

@@ -12,6 +12,7 @@ import { createTransport } from './transport';
 import { maskHeaders } from '../logging/mask-headers';
 import type { Target } from '../model/target-schema';
 import type { Sequencer } from '../ordering/sequencer';
+import { tracing } from '../tracing/tracing';
 
 export interface WorkerDeps {
   /** A connection for BullMQ workers (blocking commands, retries for ever). */
@@ -55,14 +56,25 @@ export function createDeliveryWorker(target: Target, deps: WorkerDeps, sequencer
     }
     const attempt = job.attemptsMade + 1;
     const { eventId, eventType } = job.data;
+    // In the trace the notification was received in (stored with the job), however late or wherever it runs.
+    const span = tracing.attempt({ trace: job.data.trace, target: target.name, eventId, eventType, attempt });
     let req: OutgoingRequest | undefined;
     try {
       req = buildRequest(job.data, target, sign, new Date());
+      // Set on the message itself, so every transport carries it into the merchant's system.
+      span?.inject(req.headers);
       const result = await transport.send(req, job.data);
       await advance(job, 'delivered');
       series.delivered(eventType).inc();
-      series.latency.observe((Date.now() - Date.parse(job.data.receivedAt)) / 1000);
-      logger.record('info', 'delivered', { eventId, eventType, target: target.name, attempt, status: result.status, latencyMs: result.latencyMs });
+      const sinceReceipt = (Date.now() - Date.parse(job.data.receivedAt)) / 1000;
+      if (span) {
+        span.delivered(result.status, result.latencyMs);
+        metrics.observeDelivery(target.name, sinceReceipt, span.traceId);
+        logger.record('info', 'delivered', { eventId, eventType, target: target.name, attempt, status: result.status, latencyMs: result.latencyMs, ...span.logIds });
+      } else {
+        series.latency.observe(sinceReceipt);
+        logger.record('info', 'delivered', { eventId, eventType, target: target.name, attempt, status: result.status, latencyMs: result.latencyMs });
+      }
       return result;
     } catch (err) {
       const error = (err as Error).message;
@@ -76,8 +88,9 @@ export function createDeliveryWorker(target: Target, deps: WorkerDeps, sequencer
         ...facts,
         requestHeaders: req ? maskHeaders(req.headers) : undefined,
       };
+      span?.failed({ errorClass: facts?.errorClass, status: facts?.status, latencyMs: facts?.latencyMs, error, final });
       await job.log(JSON.stringify(failure));
-      const fields = { eventId, eventType, target: target.name, attempt, errorClass: facts?.errorClass, status: facts?.status, latencyMs: facts?.latencyMs, error };
+      const fields = { eventId, eventType, target: target.name, attempt, errorClass: facts?.errorClass, status: facts?.status, latencyMs: facts?.latencyMs, error, ...span?.logIds };
       if (final) {
         await job.updateData({ ...job.data, lastFailure: failure });
         metrics.deliveries.labels(target.name, eventType, 'dead_lettered').inc();

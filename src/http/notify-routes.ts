@@ -5,6 +5,7 @@ import { send } from './answer';
 import type { PublicAnswers } from './public-answers';
 import { BudgetExhaustedError, BudgetHold, type BodyBudget } from './body-budget';
 import { bodyLeftUnread, readBody, RequestAbandonedError } from './read-body';
+import { tracing } from '../tracing/tracing';
 
 export interface NotifyOptions {
   basePath: string;
@@ -33,13 +34,19 @@ export function notifyMiddleware(deps: ReceiveDeps, { basePath, bodyLimitBytes, 
     if (req.method !== 'POST') return send(res, answers.notifyMethod, bodyLeftUnread(req));
     const startedAt = Date.now();
     const startedAtHr = performance.now();
-    const checked = precheckNotification(deps, definition, req.originalUrl, req.headers, startedAtHr);
-    if (isRefusal(checked)) return send(res, answers.rejected[checked.class], bodyLeftUnread(req));
+    // The route, never the request target: the callback base path is a secret.
+    const span = tracing.notify(definition.type, definition.path, req.headers.traceparent);
+    const checked = precheckNotification(deps, definition, req.originalUrl, req.headers, startedAtHr, span);
+    if (isRefusal(checked)) {
+      send(res, answers.rejected[checked.class], bodyLeftUnread(req));
+      span?.end(res.statusCode);
+      return;
+    }
     // Held from before the body is read until the notification is verified and stored (or refused).
     const hold = bodyBudget === undefined ? undefined : new BudgetHold(bodyBudget);
     try {
       const body = await readBody(req, bodyLimitBytes, hold);
-      const result = await receiveNotification(deps, { definition, target: req.originalUrl, headers: req.headers, checked, body, startedAt, startedAtHr, source: () => req.ip });
+      const result = await receiveNotification(deps, { definition, target: req.originalUrl, headers: req.headers, checked, body, startedAt, startedAtHr, source: () => req.ip, span });
       if (result.kind === 'acknowledged') send(res, answers.success);
       else if (result.kind === 'rejected') send(res, answers.rejected[result.class]);
       else send(res, answers.unavailable);
@@ -50,6 +57,7 @@ export function notifyMiddleware(deps: ReceiveDeps, { basePath, bodyLimitBytes, 
       next(err);
     } finally {
       hold?.release();
+      span?.end(res.statusCode);
     }
   };
 }

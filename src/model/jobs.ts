@@ -44,6 +44,11 @@ interface ReceivedNotification {
   contentType?: string;
   /** The platform's signature headers, for pass-through forwarding. */
   signatureHeaders: Record<string, string>;
+  /**
+   * The W3C `traceparent` of the notify request's span, written only while tracing is on: every
+   * delivery attempt, whenever and wherever it runs, is a span of that trace.
+   */
+  trace?: string;
 }
 
 /** A verified, schema-valid notification waiting in its event type's queue. */
@@ -74,7 +79,7 @@ export interface FanoutResult {
 /** What a delivery job copies of its event. */
 export type DeliveryFields = Pick<
   EventJob,
-  'eventId' | 'eventType' | 'receivedAt' | 'path' | 'rawBody' | 'rawBodyEncoding' | 'contentType' | 'signatureHeaders' | 'merchantId' | 'environment' | 'corrected'
+  'eventId' | 'eventType' | 'receivedAt' | 'path' | 'rawBody' | 'rawBodyEncoding' | 'contentType' | 'signatureHeaders' | 'merchantId' | 'environment' | 'corrected' | 'trace'
 >;
 
 /**
@@ -142,9 +147,10 @@ export function eventJob(received: Received, payload: unknown): EventJob {
  * routing/plan.ts, which decides `filtered` and `orderKey`.
  */
 export function toDeliveryJob(event: DeliveryFields, target: string, filtered: readonly string[] = [], orderKey?: string): DeliveryJob {
-  const { eventId, eventType, receivedAt, path, rawBody, rawBodyEncoding, contentType, signatureHeaders, merchantId, environment, corrected } = event;
+  const { eventId, eventType, receivedAt, path, rawBody, rawBodyEncoding, contentType, signatureHeaders, merchantId, environment, corrected, trace } = event;
   const job: DeliveryJob = { eventId, eventType, receivedAt, path, rawBody, rawBodyEncoding, contentType, signatureHeaders, merchantId, environment, target };
   if (corrected) job.corrected = true;
+  if (trace !== undefined) job.trace = trace;
   if (filtered.length > 0) job.filtered = [...filtered];
   if (orderKey !== undefined) job.orderKey = orderKey;
   return job;

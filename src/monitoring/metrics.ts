@@ -1,4 +1,4 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Histogram, Registry, collectDefaultMetrics, type LabelValues, type RegistryContentType } from 'prom-client';
 import { EVENT_TYPES, type EventType } from '../model/event-table';
 import type { PipelineObserver } from '../pipeline/producer';
 import type { Logger } from '../logging/logger';
@@ -56,11 +56,22 @@ export interface TargetSeries {
  */
 const DEFAULT_GAUGES_NAMED_LIKE_COUNTERS = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
 
+export interface MetricsOptions {
+  /**
+   * The latency histograms keep the trace id of an observation as its exemplar (`trace_id`), and
+   * `/metrics` speaks OpenMetrics, the text format that carries exemplars. On while tracing is.
+   * @defaultValue false
+   */
+  exemplars?: boolean;
+}
+
 /**
  * The receiver's Prometheus series. Label values come from the event table and fixed enums, never
  * from request data, so a caller cannot grow the series count.
  */
-export function createMetrics(registry = new Registry(), withDefaults = true) {
+export function createMetrics(registry = new Registry(), withDefaults = true, { exemplars = false }: MetricsOptions = {}) {
+  // The admin port answers in the registry's content type, whichever it is.
+  if (exemplars) (registry as Registry<RegistryContentType>).setContentType(Registry.OPENMETRICS_CONTENT_TYPE);
   if (withDefaults) {
     collectDefaultMetrics({ register: registry });
     for (const name of DEFAULT_GAUGES_NAMED_LIKE_COUNTERS) registry.removeSingleMetric(name);
@@ -77,6 +88,7 @@ export function createMetrics(registry = new Registry(), withDefaults = true) {
     labelNames: ['event_type', 'outcome'] as const,
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 3, 5],
     registers: [registry],
+    enableExemplars: exemplars,
   });
   const enqueueFailures = new Counter({
     name: 'webhook_enqueue_failures_total',
@@ -102,6 +114,7 @@ export function createMetrics(registry = new Registry(), withDefaults = true) {
     labelNames: ['target'] as const,
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5, 30, 120, 600, 3600],
     registers: [registry],
+    enableExemplars: exemplars,
   });
   const deadLetters = new Counter({
     name: 'webhook_dead_letters_total',
@@ -224,6 +237,19 @@ export function createMetrics(registry = new Registry(), withDefaults = true) {
         latency: deliveryLatency.labels(name),
       };
     },
+    /**
+     * A traced notification's acknowledgement latency, with its trace id as the exemplar when
+     * exemplars are on (the untraced path observes through its resolved series instead).
+     */
+    observeAck(eventType: EventType, outcome: NotificationOutcome, seconds: number, traceId: string): void {
+      if (exemplars) ackLatency.observe({ labels: { event_type: eventType, outcome }, value: seconds, exemplarLabels: exemplarOf(traceId) });
+      else ackLatency.labels(eventType, outcome).observe(seconds);
+    },
+    /** A traced delivery's receipt-to-delivery latency, with its trace id as the exemplar when exemplars are on. */
+    observeDelivery(target: string, seconds: number, traceId: string): void {
+      if (exemplars) deliveryLatency.observe({ labels: { target }, value: seconds, exemplarLabels: exemplarOf(traceId) });
+      else deliveryLatency.labels(target).observe(seconds);
+    },
     /** Resolves (and zero-initialises) every event type's series of these environments, so each shows from the start. */
     environments(names: readonly string[]): void {
       for (const series of byEventType.values()) for (const name of names) series.environment(name);
@@ -238,6 +264,11 @@ export function createMetrics(registry = new Registry(), withDefaults = true) {
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;
+
+/** An exemplar's labels; prom-client types them as the metric's own labels, which they need not be. */
+function exemplarOf<T extends string>(traceId: string): LabelValues<T> {
+  return { trace_id: traceId } as LabelValues<string> as LabelValues<T>;
+}
 
 /**
  * What the pipeline reports, counted and logged: filtered targets (webhook_filtered_total), and

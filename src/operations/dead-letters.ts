@@ -6,6 +6,7 @@ import type { QueueRegistry } from '../pipeline/queue-registry';
 import type { DeliveryQueue } from '../model/queues';
 import { isEventId } from '../model/ids';
 import { ServiceError } from '../model/errors';
+import { tracing } from '../tracing/tracing';
 
 export interface DeadLetter {
   /** `<target>/<job id>`: what replay takes. */
@@ -75,6 +76,21 @@ export function createDeadLetters(pipeline: Pick<QueueRegistry, 'deliveryQueue' 
    * `by`, the operator, marks the new attempt series in each delivery's story.
    */
   async function replay(ids: readonly string[], by = 'operator'): Promise<{ replayed: string[]; notFound: string[] }> {
+    // While tracing is on, the replay is a span of its own, linked to the trace each delivery was
+    // received in; the new attempts join that trace (each job keeps its `traceparent`).
+    const span = tracing.operator('replay', by);
+    try {
+      const result = await replayEach(ids, by, (trace) => span?.link(trace));
+      span?.attribute('webhook.replayed', result.replayed.length);
+      span?.end();
+      return result;
+    } catch (err) {
+      span?.end(err);
+      throw err;
+    }
+  }
+
+  async function replayEach(ids: readonly string[], by: string, linkTrace: (trace: string | undefined) => void): Promise<{ replayed: string[]; notFound: string[] }> {
     const replayed: string[] = [];
     const notFound: string[] = [];
     for (const id of ids) {
@@ -86,6 +102,7 @@ export function createDeadLetters(pipeline: Pick<QueueRegistry, 'deliveryQueue' 
         notFound.push(id);
         continue;
       }
+      linkTrace(job.data.trace);
       await markSeriesStart(job, 'replay', by);
       await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
       replayed.push(id);

@@ -6,6 +6,7 @@ import type { EventLookup, FoundEvent } from '../pipeline/lookup';
 import type { QueueRegistry } from '../pipeline/queue-registry';
 import { parsePayload } from '../receiving/parse-payload';
 import type { DeliveryQueue } from '../model/queues';
+import { traceIdOf } from '../tracing/traceparent';
 
 export interface DeliveryView {
   target: string;
@@ -38,6 +39,8 @@ export interface EventView {
   environment?: string;
   /** Set when an operator replayed it with a corrected body. */
   corrected?: true;
+  /** The trace the notification was received in (every delivery attempt is a span of it); set when tracing was on at receipt. */
+  traceId?: string;
   /** Why it is quarantined, when it is. */
   quarantineReason?: string;
   payload?: unknown;
@@ -115,6 +118,7 @@ export async function findEvent(pipeline: Pick<QueueRegistry, 'deliveryQueues'> 
   const filtered = filteredTargets(found).filter((t) => !withJobs.some((d) => d.target === t)).map(filteredView);
   const data = job.data;
   const payload = maskedPayloadOf(found, mask);
+  const traceId = traceIdOf(data.trace);
   return {
     eventId,
     queue: queue.name,
@@ -126,6 +130,7 @@ export async function findEvent(pipeline: Pick<QueueRegistry, 'deliveryQueues'> 
     merchantId: data.merchantId,
     environment: data.environment,
     ...(data.corrected ? { corrected: true as const } : {}),
+    ...(traceId ? { traceId } : {}),
     ...(found.kind === 'quarantine' ? { quarantineReason: found.job.data.reason ?? 'invalid' } : {}),
     payload,
     errors: 'errors' in data ? data.errors : undefined,

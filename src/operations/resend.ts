@@ -9,6 +9,7 @@ import type { Producer } from '../pipeline/producer';
 import type { QueueRegistry } from '../pipeline/queue-registry';
 import { UnknownTargetError } from './dead-letters';
 import { ServiceError } from '../model/errors';
+import { tracing, type OperatorSpan } from '../tracing/tracing';
 
 /**
  * `filtered`: the target's filter leaves the event out, so nothing is sent; a resend does not
@@ -87,27 +88,45 @@ export function createResender(pipeline: Pick<Producer, 'addDeliveries'> & Pick<
   }
 
   return {
-    /** `by`: the operator, for the new series' mark in each delivery's story. */
+    /**
+     * `by`: the operator, for the new series' mark in each delivery's story. While tracing is on, the
+     * resend is a span of its own, linked to the trace the event was received in; the new attempts
+     * join that trace (the job keeps its `traceparent`).
+     */
     async resend(eventId: string, only?: string, by = 'operator'): Promise<ResendResult> {
-      const configured = pipeline.targets();
-      if (only !== undefined && !configured.some((t) => t.name === only)) throw new UnknownTargetError(only);
-      const { body, known } = await findBody(eventId);
-      if (!body) throw known ? new EventBodyGoneError(eventId, pipeline.options.retention.completed.ageSeconds) : new UnknownEventError(eventId);
-      const candidates = only !== undefined ? configured.filter((t) => t.name === only) : configured;
-      for (const t of candidates) {
-        if (only === undefined) continue;
-        if (!subscribes(t, body.eventType)) throw new NotSubscribedError(t.name, body.eventType);
-        if (!takesEnvironment(t, body.environment)) throw new NotSubscribedError(t.name, `events of the ${body.environment} environment`);
+      const span = tracing.operator('resend', by);
+      try {
+        const result = await resend(eventId, only, by, span);
+        span?.end();
+        return result;
+      } catch (err) {
+        span?.end(err);
+        throw err;
       }
-      // The body as the fan-out's filters saw it: the schemas keep every field, so the parsed raw body is the payload.
-      const event: PlannedEvent = { ...body, payload: JSON.parse(decodeRawBody(body).toString('utf8')) };
-      const { deliveries, filtered } = planDeliveries(event, candidates);
-      const targets: ResendResult['targets'] = [];
-      for (const { target } of deliveries) targets.push({ target: target.name, outcome: await resendTo(target, event, by) });
-      for (const target of filtered) targets.push({ target, outcome: 'filtered' });
-      return { eventId, targets };
     },
   };
+
+  async function resend(eventId: string, only: string | undefined, by: string, span: OperatorSpan | undefined): Promise<ResendResult> {
+    span?.attribute('webhook.event_id', eventId);
+    const configured = pipeline.targets();
+    if (only !== undefined && !configured.some((t) => t.name === only)) throw new UnknownTargetError(only);
+    const { body, known } = await findBody(eventId);
+    span?.link(body?.trace);
+    if (!body) throw known ? new EventBodyGoneError(eventId, pipeline.options.retention.completed.ageSeconds) : new UnknownEventError(eventId);
+    const candidates = only !== undefined ? configured.filter((t) => t.name === only) : configured;
+    for (const t of candidates) {
+      if (only === undefined) continue;
+      if (!subscribes(t, body.eventType)) throw new NotSubscribedError(t.name, body.eventType);
+      if (!takesEnvironment(t, body.environment)) throw new NotSubscribedError(t.name, `events of the ${body.environment} environment`);
+    }
+    // The body as the fan-out's filters saw it: the schemas keep every field, so the parsed raw body is the payload.
+    const event: PlannedEvent = { ...body, payload: JSON.parse(decodeRawBody(body).toString('utf8')) };
+    const { deliveries, filtered } = planDeliveries(event, candidates);
+    const targets: ResendResult['targets'] = [];
+    for (const { target } of deliveries) targets.push({ target: target.name, outcome: await resendTo(target, event, by) });
+    for (const target of filtered) targets.push({ target, outcome: 'filtered' });
+    return { eventId, targets };
+  }
 }
 
 export type Resender = ReturnType<typeof createResender>;

@@ -10,6 +10,7 @@ import { isRejected, type CheckedHeaders, type SignatureCheck } from '../signatu
 import { legacyTimestampMismatch } from '../signature/verify-legacy';
 import { REJECTION_CLASS, type RejectionClass, type RejectionReason, type Verified } from '../signature/result';
 import { parsePayload, type ParsedPayload } from './parse-payload';
+import type { NotifySpan } from '../tracing/tracing';
 
 export interface ReceiveDeps {
   /** Verification in two steps: the headers before the body is read, then the body (see signature/check.ts). */
@@ -45,6 +46,8 @@ export interface IncomingNotification {
   startedAtHr: number;
   /** The sender's address as the source allowlist judges it (`req.ip`, so after `trust proxy`), asked only when needed. */
   source?: () => string | undefined;
+  /** The request's server span, while tracing is on. */
+  span?: NotifySpan;
 }
 
 export type Refusal = { kind: 'rejected'; class: RejectionClass; detail: string };
@@ -52,7 +55,7 @@ export type Refusal = { kind: 'rejected'; class: RejectionClass; detail: string 
 export type ReceiveResult = { kind: 'acknowledged'; outcome: VerifiedOutcome; eventId: string } | Refusal | { kind: 'unavailable'; eventId: string };
 
 /** What is known of a notification before its body is read. */
-type NotificationStart = Pick<IncomingNotification, 'definition' | 'target' | 'startedAtHr'>;
+type NotificationStart = Pick<IncomingNotification, 'definition' | 'target' | 'startedAtHr' | 'span'>;
 
 /**
  * The cheap refusal: header presence and format, the signature's encoding and the timestamp window,
@@ -65,9 +68,10 @@ export function precheckNotification(
   target: string,
   headers: IncomingNotification['headers'],
   startedAtHr: number,
+  span?: NotifySpan,
 ): CheckedHeaders | Refusal {
   const checked = deps.signature.headers(headers, deps.clock());
-  return isRejected(checked) ? rejected(deps, { definition, target, startedAtHr }, checked.reason, checked.detail) : checked;
+  return isRejected(checked) ? rejected(deps, { definition, target, startedAtHr, span }, checked.reason, checked.detail) : checked;
 }
 
 /** Whether the precheck refused rather than passing the checked headers on. */
@@ -107,6 +111,7 @@ export async function receiveNotification(deps: ReceiveDeps, n: IncomingNotifica
   }
 
   const eventId = eventIdFor(eventType, verified.environment, n.body);
+  n.span?.verified(eventId, verified.environment);
   const utf8 = isUtf8(n.body);
   const text = utf8 ? n.body.toString('utf8') : '';
   // A legacy body whose parsed timestamp differs from the scanned one that verified is genuine (the
@@ -116,10 +121,12 @@ export async function receiveNotification(deps: ReceiveDeps, n: IncomingNotifica
   const parsed = utf8 ? parsePayload(n.definition, text, confirm) : NOT_UTF8;
   const accepted = !parsed.ok || !rules?.accept || rules.accept(parsed.payload, merchantId);
   const received = receivedOf(n, verified, eventId, merchantId, utf8 ? text : n.body.toString('base64'), utf8);
+  if (n.span) received.trace = n.span.traceparent;
 
   let result: EnqueueResult;
   let reason: QuarantineReason | undefined;
   let errors: string[] | undefined;
+  const redisSpan = n.span?.redis('ingest');
   try {
     if (parsed.ok && accepted) {
       result = await deps.ingest.enqueueEvent(eventJob(received, parsed.payload), verified.replayKey);
@@ -138,16 +145,24 @@ export async function receiveNotification(deps: ReceiveDeps, n: IncomingNotifica
       if (result === 'accepted') result = { kind: 'signature_reused', boundTo };
     }
   } catch (err) {
+    redisSpan?.end(err);
     return unavailable(deps, n, err, verified, eventId);
   }
+  redisSpan?.end();
 
   const series = deps.metrics.eventType(eventType).environment(verified.environment);
   const outcome = outcomeOf(result, reason);
   const counter = reason === 'signature_reused' && outcome === 'quarantined' ? series.quarantined(reason) : series.outcome[outcome].count;
   counter.inc();
   const latencyMs = performance.now() - n.startedAtHr;
-  series.outcome[outcome].latency.observe(latencyMs / 1000);
   const line = { eventId, eventType, environment: verified.environment, nonce: verified.replayKey, merchantId, outcome, latencyMs: roundMs(latencyMs) };
+  if (n.span) {
+    n.span.outcome(outcome, reason);
+    deps.metrics.observeAck(eventType, outcome, latencyMs / 1000, n.span.traceId);
+    Object.assign(line, n.span.logIds);
+  } else {
+    series.outcome[outcome].latency.observe(latencyMs / 1000);
+  }
   if (typeof result === 'object' && result.kind === 'conflict') {
     deps.logger.warn('notification not queued: the same body arrived before under another X-Merch-Id', { ...line, firstMerchantId: result.firstMerchantId || undefined });
   } else if (outcome === 'quarantined' && reason === 'signature_reused') {
@@ -200,8 +215,10 @@ function rejected(deps: ReceiveDeps, n: NotificationStart, reason: RejectionReas
   const eventType = n.definition.type;
   const series = deps.metrics.eventType(eventType);
   series.rejected(reason).inc();
-  series.rejectedLatency.observe((performance.now() - n.startedAtHr) / 1000);
-  deps.logger.warn('notification rejected', { eventType, outcome: 'rejected', reason, detail, path: n.target, ...(source !== undefined ? { source } : {}), latencyMs: elapsed(n) });
+  n.span?.outcome('rejected', reason);
+  if (n.span) deps.metrics.observeAck(eventType, 'rejected', (performance.now() - n.startedAtHr) / 1000, n.span.traceId);
+  else series.rejectedLatency.observe((performance.now() - n.startedAtHr) / 1000);
+  deps.logger.warn('notification rejected', { eventType, outcome: 'rejected', reason, detail, path: n.target, ...(source !== undefined ? { source } : {}), latencyMs: elapsed(n), ...n.span?.logIds });
   return { kind: 'rejected', class: REJECTION_CLASS[reason], detail };
 }
 
@@ -214,8 +231,10 @@ function unavailable(deps: ReceiveDeps, n: IncomingNotification, err: unknown, v
   if (err.reason === 'replicas') series.replicaShortfall.inc();
   const unavailableSeries = series.environment(verified.environment).outcome.unavailable;
   unavailableSeries.count.inc();
-  unavailableSeries.latency.observe((performance.now() - n.startedAtHr) / 1000);
-  deps.logger.error('notification not queued: Redis unavailable', { eventId, eventType, environment: verified.environment, nonce: verified.replayKey, outcome: 'unavailable', reason: err.reason, error: err.message, latencyMs: elapsed(n) });
+  n.span?.outcome('unavailable', err.reason);
+  if (n.span) deps.metrics.observeAck(eventType, 'unavailable', (performance.now() - n.startedAtHr) / 1000, n.span.traceId);
+  else unavailableSeries.latency.observe((performance.now() - n.startedAtHr) / 1000);
+  deps.logger.error('notification not queued: Redis unavailable', { eventId, eventType, environment: verified.environment, nonce: verified.replayKey, outcome: 'unavailable', reason: err.reason, error: err.message, latencyMs: elapsed(n), ...n.span?.logIds });
   return { kind: 'unavailable', eventId };
 }
 

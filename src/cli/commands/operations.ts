@@ -58,6 +58,7 @@ export function eventCommand(ctx: OperatorContext, args: string[]): Promise<numb
         continue;
       }
       out(`${event.eventId}  ${event.eventType}  ${event.environment ?? ''}  received ${event.receivedAt}  in ${event.queue} (${event.state})`);
+      if (event.traceId) out(`  trace ${event.traceId}`);
       if (event.corrected) out('  corrected: its body was replaced by an operator; the platform did not sign it');
       if (event.errors) out(`  quarantined: ${event.errors.join('; ')}`);
       out(formatTable(

@@ -1,0 +1,127 @@
+import type * as Api from '@opentelemetry/api';
+import { formatTraceparent, parseTraceparent } from './traceparent';
+import type { AttemptFailure, AttemptSpan, AttemptStart, EndableSpan, LogIds, NotifySpan, OperatorSpan, Tracing } from './tracing';
+
+type OtelApi = typeof Api;
+
+/**
+ * The hooks of tracing.ts on the OpenTelemetry API; loaded only by start.ts. Contexts are passed
+ * explicitly (no context manager, no AsyncLocalStorage): the notify request's span is the parent of
+ * its Redis call, and a delivery attempt's parent is the `traceparent` stored with its job, so an
+ * attempt hours later, in another process, joins the same trace.
+ */
+export function createSdkTracing(api: OtelApi, tracer: Api.Tracer): Tracing {
+  const { SpanKind, SpanStatusCode, ROOT_CONTEXT, trace } = api;
+
+  function remote(traceparent: string | undefined): Api.SpanContext | undefined {
+    const parsed = parseTraceparent(traceparent);
+    return parsed && { traceId: parsed.traceId, spanId: parsed.spanId, traceFlags: parsed.flags, isRemote: true };
+  }
+
+  function logIdsOf(context: Api.SpanContext): LogIds {
+    return { trace_id: context.traceId, span_id: context.spanId };
+  }
+
+  function failWith(span: Api.Span, error: unknown): void {
+    if (error === undefined) return;
+    const err = error instanceof Error ? error : new Error(String(error));
+    span.recordException(err);
+    span.setStatus({ code: SpanStatusCode.ERROR, message: err.message });
+  }
+
+  function notify(eventType: string, route: string, platformTraceparent: string | string[] | undefined): NotifySpan {
+    const platform = remote(typeof platformTraceparent === 'string' ? platformTraceparent : undefined);
+    const span = tracer.startSpan(`POST ${route}`, {
+      kind: SpanKind.SERVER,
+      // Unsigned, so anyone could name any trace: a link at most, never the parent.
+      root: true,
+      links: platform ? [{ context: platform, attributes: { 'webhook.link': 'platform traceparent (unsigned)' } }] : undefined,
+      attributes: { 'http.request.method': 'POST', 'http.route': route, 'webhook.event_type': eventType },
+    });
+    const context = span.spanContext();
+    const parent = trace.setSpan(ROOT_CONTEXT, span);
+    return {
+      traceId: context.traceId,
+      traceparent: formatTraceparent(context.traceId, context.spanId, context.traceFlags),
+      logIds: logIdsOf(context),
+      verified(eventId, environment) {
+        span.setAttribute('webhook.event_id', eventId);
+        span.setAttribute('webhook.environment', environment);
+      },
+      outcome(outcome, reason) {
+        span.setAttribute('webhook.outcome', outcome);
+        if (reason !== undefined) span.setAttribute('webhook.reason', reason);
+      },
+      redis(operation): EndableSpan {
+        const child = tracer.startSpan(`redis ${operation}`, { kind: SpanKind.CLIENT, attributes: { 'db.system.name': 'redis', 'db.operation.name': operation } }, parent);
+        return {
+          end(error) {
+            failWith(child, error);
+            child.end();
+          },
+        };
+      },
+      end(status) {
+        span.setAttribute('http.response.status_code', status);
+        if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+        span.end();
+      },
+    };
+  }
+
+  function attempt(start: AttemptStart): AttemptSpan {
+    const stored = remote(start.trace);
+    const parent = stored ? trace.setSpanContext(ROOT_CONTEXT, stored) : ROOT_CONTEXT;
+    const span = tracer.startSpan(
+      `deliver ${start.target}`,
+      {
+        kind: start.transport === undefined || start.transport === 'http' ? SpanKind.CLIENT : SpanKind.PRODUCER,
+        attributes: { 'webhook.target': start.target, 'webhook.attempt': start.attempt, 'webhook.event_id': start.eventId, 'webhook.event_type': start.eventType },
+      },
+      parent,
+    );
+    const context = span.spanContext();
+    return {
+      traceId: context.traceId,
+      logIds: logIdsOf(context),
+      inject(headers) {
+        headers.traceparent = formatTraceparent(context.traceId, context.spanId, context.traceFlags);
+        const state = context.traceState?.serialize();
+        if (state) headers.tracestate = state;
+      },
+      delivered(status, latencyMs) {
+        span.setAttributes({ 'http.response.status_code': status, 'webhook.latency_ms': latencyMs, 'webhook.outcome': 'delivered' });
+        span.end();
+      },
+      failed(failure: AttemptFailure) {
+        if (failure.status !== undefined) span.setAttribute('http.response.status_code', failure.status);
+        if (failure.latencyMs !== undefined) span.setAttribute('webhook.latency_ms', failure.latencyMs);
+        span.setAttributes({ 'error.type': failure.errorClass ?? 'unexpected', 'webhook.outcome': failure.final ? 'dead_lettered' : 'retry' });
+        span.setStatus({ code: SpanStatusCode.ERROR, message: failure.error });
+        span.end();
+      },
+    };
+  }
+
+  function operator(action: 'resend' | 'replay', by: string): OperatorSpan {
+    const span = tracer.startSpan(`webhook ${action}`, { kind: SpanKind.INTERNAL, root: true, attributes: { 'webhook.action': action, 'webhook.operator': by } });
+    const linked = new Set<string>();
+    return {
+      link(traceparent) {
+        const context = remote(traceparent);
+        if (!context || linked.has(context.traceId)) return;
+        linked.add(context.traceId);
+        span.addLink({ context, attributes: { 'webhook.link': 'received in' } });
+      },
+      attribute(name, value) {
+        span.setAttribute(name, value);
+      },
+      end(error) {
+        failWith(span, error);
+        span.end();
+      },
+    };
+  }
+
+  return { on: true, notify, attempt, operator };
+}
