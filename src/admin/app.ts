@@ -16,7 +16,7 @@ import type { Pipeline } from '../pipeline/pipeline';
 import { createFailureWindow, type FailureWindowOptions } from './auth-failures';
 import { hasCredentials, operatorsOnlyWrites, requireAdmin, type AdminCredentials } from './auth';
 import { consoleRouter, CONSOLE_PATH } from './console/router';
-import { dashboardRouter, DASHBOARD_PATH } from './dashboard';
+import { dashboardRouter, DASHBOARD_PATH, withoutOtherOrigins } from './dashboard';
 import { dashboardJobData } from './dashboard-masking';
 import { dashboardWrites } from './dashboard-writes';
 import { readiness } from './health';
@@ -100,6 +100,7 @@ export function createAdminApp(deps: AdminDeps): Express {
     sameOriginWrites,
     onlyOperators,
     dashboardCsp,
+    withoutOtherOrigins,
     dashboardWrites({ readOnly: deps.readOnlyDashboard, logger: deps.logger, showJobData }),
     dashboard.router,
   );

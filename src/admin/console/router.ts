@@ -56,6 +56,9 @@ const csp = helmet({
     },
   },
   strictTransportSecurity: false,
+  // `no-referrer` (helmet's default) makes the browser send `Origin: null` with a form, which the
+  // Origin check must refuse; `same-origin` sends our own origin, and nothing to other sites.
+  referrerPolicy: { policy: 'same-origin' },
 });
 
 const text = (v: unknown): string => (typeof v === 'string' ? v : '');
