@@ -1,5 +1,3 @@
-import type { Job } from 'bullmq';
-import type { EventType } from '../model/event-table';
 import { isEventId } from '../model/ids';
 import type { DeliveryJob } from '../model/jobs';
 import type { DeliveryQueue } from '../model/queues';
@@ -65,19 +63,28 @@ export interface SearchPage {
   reachedBack?: string;
 }
 
-export const SCAN_BUDGET = 5000;
+export const SCAN_BUDGET = 2000;
 const LIVE_CAP = 1000;
 const CHUNK = 250;
 
 type Pipeline = Pick<QueueRegistry, 'redis' | 'deliveryQueue' | 'deliveryQueues'> & Pick<EventLookup, 'findEvent' | 'eventIdsForRequest'>;
-type DeliveryJobOf = Job<DeliveryJob, unknown, EventType>;
 
-/** A delivery read for the list: its job, where it came from, and the time it sorts by. */
+/** What the list needs of a delivery job, read with one HMGET (not the whole job). */
+interface Delivery {
+  data: DeliveryJob;
+  attemptsMade: number;
+  timestamp: number;
+  processedOn?: number;
+}
+
+/** A delivery the list may show: where it came from and the time it sorts by; `delivery` once read. */
 interface Candidate {
   target: string;
-  job: DeliveryJobOf;
+  queue: DeliveryQueue;
+  id: string;
   bullState: string;
   time: number;
+  delivery?: Delivery;
 }
 
 interface Cursor {
@@ -103,7 +110,7 @@ function decodeCursor(text: string | undefined): Cursor | undefined {
 
 const iso = (ms: number | undefined) => new Date(ms ?? 0).toISOString();
 
-function rowOf(target: string, job: DeliveryJobOf, state: DeliveryState, time: number): SearchRow {
+function rowOf(target: string, job: Pick<Delivery, 'data' | 'attemptsMade'>, state: DeliveryState, time: number): SearchRow {
   return {
     eventId: job.data.eventId,
     eventType: job.data.eventType,
@@ -117,7 +124,7 @@ function rowOf(target: string, job: DeliveryJobOf, state: DeliveryState, time: n
 }
 
 /** The delivery row and the rows of the targets its filter left out (one per target, recorded on every delivery job of the event). */
-function rowsOf(target: string, job: DeliveryJobOf, state: DeliveryState, time: number): SearchRow[] {
+function rowsOf(target: string, job: Delivery, state: DeliveryState, time: number): SearchRow[] {
   const own = rowOf(target, job, state, time);
   return [own, ...(job.data.filtered ?? []).map((t) => ({ ...own, target: t, state: 'filtered' as const, attempts: 0 }))];
 }
@@ -133,7 +140,27 @@ function matches(row: SearchRow, q: SearchQuery): boolean {
   return true;
 }
 
-/** A stream of candidates, newest first, read a chunk at a time. */
+/** Reads the deliveries of the candidates in one pipeline; a job gone or not a delivery job is left unread (and skipped). */
+async function readDeliveries(redis: Pipeline['redis'], candidates: readonly Candidate[]): Promise<void> {
+  if (candidates.length === 0) return;
+  const batch = redis.pipeline();
+  for (const c of candidates) batch.hmget(c.queue.toKey(c.id), 'data', 'timestamp', 'processedOn', 'atm');
+  const answers = (await batch.exec()) ?? [];
+  candidates.forEach((c, i) => {
+    const [err, fields] = answers[i] ?? [];
+    const [data, timestamp, processedOn, atm] = (err ? [] : (fields as (string | null)[])) ?? [];
+    if (!data) return;
+    try {
+      const parsed = JSON.parse(data) as DeliveryJob;
+      if (typeof parsed?.eventId !== 'string') return;
+      c.delivery = { data: parsed, attemptsMade: Number(atm ?? 0), timestamp: Number(timestamp ?? 0), ...(processedOn ? { processedOn: Number(processedOn) } : {}) };
+    } catch {
+      // not a delivery job: skipped
+    }
+  });
+}
+
+/** A stream of candidates, newest first: ids and times read a chunk at a time, the jobs read only when picked. */
 interface Stream {
   buffer: Candidate[];
   done: boolean;
@@ -150,32 +177,23 @@ function sortedSetStream(redis: Pipeline['redis'], queue: DeliveryQueue, target:
       const flat = await redis.zrevrangebyscore(key, max === Infinity ? '+inf' : max, min === -Infinity ? '-inf' : min, 'WITHSCORES', 'LIMIT', offset, CHUNK);
       offset += flat.length / 2;
       if (flat.length / 2 < CHUNK) stream.done = true;
-      const ids: [string, number][] = [];
-      for (let i = 0; i < flat.length; i += 2) ids.push([flat[i]!, Number(flat[i + 1])]);
-      const jobs = await Promise.all(ids.map(([id]) => queue.getJob(id).catch(() => undefined)));
-      ids.forEach(([, score], i) => {
-        const job = jobs[i];
-        if (job && typeof job.data?.eventId === 'string') stream.buffer.push({ target, job, bullState, time: score });
-      });
+      for (let i = 0; i < flat.length; i += 2) stream.buffer.push({ target, queue, id: flat[i]!, bullState, time: Number(flat[i + 1]) });
     },
   };
   return stream;
 }
 
-/** The deliveries still under way in a queue (at most LIVE_CAP of each kind), newest first. */
-async function liveStream(queue: DeliveryQueue, target: string, max: number, min: number): Promise<Stream> {
+/** The deliveries still under way in a queue (at most LIVE_CAP of each kind), newest first; read at once, since their time is in the job. */
+async function liveStream(redis: Pipeline['redis'], queue: DeliveryQueue, target: string, max: number, min: number): Promise<Stream> {
   const kinds = ['active', 'waiting', 'prioritized', 'delayed'] as const;
   const lists = await Promise.all(kinds.map((k) => queue.getRanges([k], 0, LIVE_CAP - 1)));
-  const tagged = kinds.flatMap((k, i) => lists[i]!.map((id) => [id, k === 'prioritized' ? 'waiting' : k] as const));
-  const jobs = await Promise.all(tagged.map(([id]) => queue.getJob(id).catch(() => undefined)));
-  const buffer: Candidate[] = [];
-  tagged.forEach(([, bullState], i) => {
-    const job = jobs[i];
-    if (!job || typeof job.data?.eventId !== 'string') return;
-    const time = job.processedOn ?? job.timestamp;
-    if (time <= max && time >= min) buffer.push({ target, job, bullState, time });
-  });
-  buffer.sort((a, b) => b.time - a.time);
+  const candidates: Candidate[] = kinds.flatMap((k, i) => lists[i]!.map((id) => ({ target, queue, id, bullState: k === 'prioritized' ? 'waiting' : k, time: 0 })));
+  await readDeliveries(redis, candidates);
+  const buffer = candidates
+    .filter((c) => c.delivery)
+    .map((c) => ({ ...c, time: c.delivery!.processedOn ?? c.delivery!.timestamp }))
+    .filter((c) => c.time <= max && c.time >= min)
+    .sort((a, b) => b.time - a.time);
   return { buffer, done: true, fill: async () => undefined };
 }
 
@@ -238,42 +256,56 @@ export function createEventSearch(pipeline: Pipeline) {
       const live = await Promise.all(
         queuesFor(query.target, state).map(async ([target, queue]) => {
           paused.set(target, await queue.isPaused());
-          return liveStream(queue, target, max, min);
+          return liveStream(pipeline.redis, queue, target, max, min);
         }),
       );
       streams.push(...live);
     }
+
+    /** The next candidates in time order (newest first), at most `n`, without the ones the previous page showed. */
+    const take = async (n: number): Promise<Candidate[]> => {
+      const out: Candidate[] = [];
+      while (out.length < n) {
+        await Promise.all(streams.filter((s) => s.buffer.length === 0 && !s.done).map((s) => s.fill()));
+        let pick: Stream | undefined;
+        for (const s of streams) if (s.buffer.length > 0 && (!pick || s.buffer[0]!.time > pick.buffer[0]!.time)) pick = s;
+        if (!pick) break;
+        const c = pick.buffer.shift()!;
+        if (c.time === max && shownAtMax.has(`${c.target}/${c.id}`)) continue;
+        out.push(c);
+      }
+      return out;
+    };
 
     const rows: SearchRow[] = [];
     const seen = new Set<string>();
     let scanned = 0;
     let lastTime = max;
     let atLast: string[] = [...shownAtMax];
-    for (;;) {
-      if (rows.length >= limit) break;
-      if (scanned >= SCAN_BUDGET) break;
-      await Promise.all(streams.filter((s) => s.buffer.length === 0 && !s.done).map((s) => s.fill()));
-      let pick: Stream | undefined;
-      for (const s of streams) if (s.buffer.length > 0 && (!pick || s.buffer[0]!.time > pick.buffer[0]!.time)) pick = s;
-      if (!pick) {
-        return { by: 'list', rows, scanned };
+    // Read in growing batches: a page that fills at once reads about a page of jobs, a sparse filter reads more per round trip.
+    let batchSize = limit;
+    while (rows.length < limit && scanned < SCAN_BUDGET) {
+      const batch = await take(Math.min(batchSize, SCAN_BUDGET - scanned));
+      if (batch.length === 0) return { by: 'list', rows, scanned };
+      await readDeliveries(pipeline.redis, batch.filter((c) => !c.delivery));
+      for (const c of batch) {
+        if (rows.length >= limit) break;
+        scanned += 1;
+        if (c.time !== lastTime) {
+          lastTime = c.time;
+          atLast = [];
+        }
+        atLast.push(`${c.target}/${c.id}`);
+        if (!c.delivery) continue;
+        const deliveryState = deliveryStateOf(c.bullState, { attemptsMade: c.delivery.attemptsMade, data: c.delivery.data }, paused.get(c.target) ?? false);
+        for (const row of rowsOf(c.target, c.delivery, deliveryState, c.time)) {
+          const key = `${row.target}/${row.eventId}`;
+          if (seen.has(key) || !matches(row, query)) continue;
+          seen.add(key);
+          rows.push(row);
+        }
       }
-      const c = pick.buffer.shift()!;
-      const id = `${c.target}/${c.job.id}`;
-      if (c.time === max && shownAtMax.has(id)) continue;
-      scanned += 1;
-      if (c.time !== lastTime) {
-        lastTime = c.time;
-        atLast = [];
-      }
-      atLast.push(id);
-      const deliveryState = deliveryStateOf(c.bullState, c.job, paused.get(c.target) ?? false);
-      for (const row of rowsOf(c.target, c.job, deliveryState, c.time)) {
-        const key = `${row.target}/${row.eventId}`;
-        if (seen.has(key) || !matches(row, query)) continue;
-        seen.add(key);
-        rows.push(row);
-      }
+      batchSize = Math.min(batchSize * 2, 1000);
     }
     const next = encodeCursor({ t: lastTime, s: atLast });
     return { by: 'list', rows, scanned, next, ...(rows.length < limit ? { budgetSpent: true, reachedBack: iso(lastTime) } : {}) };
