@@ -17,6 +17,8 @@ export const TARGETS = {
    * slack of the measurement (stream sizes are estimates; key tables shrink in steps).
    */
   residualBytesPerEvent: 64,
+  /** The console's search answer, request to the page's last byte. */
+  consoleSearchMs: 200,
   /** Redis memory per event remembered for the de-duplication window. */
   rememberedBytesPerEvent: 250,
 } as const;
@@ -174,6 +176,20 @@ export function buildRows(res: BenchResult): TableRow[] {
     row(sec, 'ack p99 ms', s.ack.p99, b.ack.p99, `<= ${TARGETS.ackP99Ms} ms`, s.ack.p99 <= TARGETS.ackP99Ms);
     row(sec, 'e2e p99 ms', s.e2e?.p99 ?? s.e2eSkipped, b.e2e?.p99, `<= ${TARGETS.e2eP99Ms} ms`, s.e2e ? s.e2e.p99 <= TARGETS.e2eP99Ms : null);
     row(sec, 'errors', s.errors, b.errors, '0', s.errors === 0, false);
+  }
+  if (res.console) {
+    const c = res.console;
+    const sec = `console search, ${c.events.toLocaleString('en-US')} events retained (${c.samples} requests each)`;
+    const searches: [string, typeof c.byRequestId][] = [
+      ['request_id search', c.byRequestId],
+      ['list, first page', c.firstPage],
+      ['filtered list (type, target, dead letters)', c.filtered],
+      ['filter matching nothing (whole scan budget)', c.noMatch],
+      ['20 pages back, each page', c.pagedBack],
+    ];
+    for (const [what, l] of searches) {
+      row(sec, `${what}: p50 / p99 ms`, `${l.p50} / ${l.p99}`, '—', `p99 <= ${TARGETS.consoleSearchMs} ms`, l.p99 <= TARGETS.consoleSearchMs, false);
+    }
   }
   return rows;
 }
