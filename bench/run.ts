@@ -14,6 +14,7 @@ import { ingestRound, runIngestPhase } from './phases/ingest';
 import { runSoakPhase } from './phases/soak';
 import { runAmqpPhase } from './phases/amqp';
 import { runTracingPhase } from './phases/tracing';
+import { runConsolePhase } from './phases/console';
 import { forwardingAvailable, killAllChildren, overrideServiceNodeFlags } from './harness/processes';
 import { newestProfile, summarizeProfile } from './harness/profile-summary';
 import { BenchRedis } from './harness/redis';
@@ -84,6 +85,7 @@ export async function runBench(options: BenchOptions, log: (line: string) => voi
     if (options.phases.has('soak')) result.soak = await runSoakPhase(ctx);
     if (options.phases.has('amqp')) result.amqp = await runAmqpPhase(ctx);
     if (options.phases.has('tracing')) result.tracing = await runTracingPhase(ctx);
+    if (options.phases.has('console')) result.console = await runConsolePhase(ctx);
     result.meta.finishedAt = new Date().toISOString();
     result.meta.durationSec = Math.round((Date.now() - started) / 1000);
     result.rows = buildRows(result);

@@ -81,6 +81,15 @@ it('when the harness runs in smoke mode, then every phase reports figures for th
     expectLatency(soak?.ack);
   }
 
+  // The console phase timed every kind of search over the events it filled, each page checked.
+  const consolePhase = result.console;
+  expect(consolePhase?.events).toBe(options.console.events);
+  for (const l of [consolePhase?.byRequestId, consolePhase?.firstPage, consolePhase?.filtered, consolePhase?.noMatch]) {
+    expect(l?.count).toBe(options.console.samples);
+    expectLatency(l);
+  }
+  expect(table).toContain('| console search');
+
   // Every figure of the service is set against its baseline.
   const ratioOf = (section: RegExp, metric: string) => result.rows.find((r) => section.test(r.section) && r.metric === metric)?.ratio;
   expect(ratioOf(/^ingest \(/, 'accepted/s, no errors')).toEqual(expect.any(Number));

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { projectRoot } from '../../src/config/project-root';
 import { EVENT_TYPES } from '../../src/model/event-table';
 
-export const PHASES = ['ingest', 'fixedRate', 'drain', 'growth', 'soak', 'amqp', 'tracing'] as const;
+export const PHASES = ['ingest', 'fixedRate', 'drain', 'growth', 'soak', 'amqp', 'tracing', 'console'] as const;
 export type PhaseName = (typeof PHASES)[number];
 
 /** Everything a run can vary; `npm run bench -- --smoke` or BENCH_* environment variables pick the values. */
@@ -37,6 +37,8 @@ export interface BenchOptions {
    */
   amqp: { url: string; backlog: number; rounds: number };
   soak: { rate: number; seconds: number; baselineSeconds: number; sampleEveryMs: number };
+  /** The console's search: events in the retention window, and timed requests of each kind. */
+  console: { events: number; samples: number };
   /** Profile the service under ingest load (`node --cpu-prof`) in an extra run that does not count. */
   profile: boolean;
   /** Keep the service's JSON log lines in the results folder instead of discarding them. */
@@ -143,6 +145,10 @@ export function benchOptions(env: Env, command: string): BenchOptions {
       seconds: num(env, 'SOAK_SECONDS', smoke ? 1.5 : 300),
       baselineSeconds: num(env, 'SOAK_BASELINE_SECONDS', smoke ? 1 : 60),
       sampleEveryMs: num(env, 'SOAK_SAMPLE_MS', smoke ? 100 : 500),
+    },
+    console: {
+      events: num(env, 'CONSOLE_EVENTS', smoke ? 2000 : 100_000),
+      samples: num(env, 'CONSOLE_SAMPLES', smoke ? 10 : 200),
     },
     profile: flag(env, 'PROFILE'),
     keepServiceLogs: flag(env, 'SERVICE_LOGS'),

@@ -19,6 +19,8 @@ export const TARGETS = {
    * slack of the measurement (stream sizes are estimates; key tables shrink in steps).
    */
   residualBytesPerEvent: 64,
+  /** The console's search answer, request to the page's last byte. */
+  consoleSearchMs: 200,
   /** Redis memory per event remembered for the de-duplication window. */
   rememberedBytesPerEvent: 250,
 } as const;
@@ -200,6 +202,20 @@ export function buildRows(res: BenchResult): TableRow[] {
     const off = 'skipped' in drain.off ? drain.off.skipped : drain.off.eventsPerSec;
     row(sec, 'drain events/s', on, off);
     row(sec, 'drain CPU ms per delivery', 'skipped' in drain.on ? undefined : drain.on.cpuMsPerDelivery, 'skipped' in drain.off ? undefined : drain.off.cpuMsPerDelivery);
+  }
+  if (res.console) {
+    const c = res.console;
+    const sec = `console search, ${c.events.toLocaleString('en-US')} events retained (${c.samples} requests each)`;
+    const searches: [string, typeof c.byRequestId][] = [
+      ['request_id search', c.byRequestId],
+      ['list, first page', c.firstPage],
+      ['filtered list (type, target, dead letters)', c.filtered],
+      ['filter matching nothing (whole scan budget)', c.noMatch],
+      ['20 pages back, each page', c.pagedBack],
+    ];
+    for (const [what, l] of searches) {
+      row(sec, `${what}: p50 / p99 ms`, `${l.p50} / ${l.p99}`, '—', `p99 <= ${TARGETS.consoleSearchMs} ms`, l.p99 <= TARGETS.consoleSearchMs, false);
+    }
   }
   return rows;
 }

@@ -185,6 +185,7 @@ export interface BenchResult {
   soak?: SoakPhase;
   amqp?: AmqpPhase;
   tracing?: TracingPhase;
+  console?: ConsolePhase;
   profile?: { file: string; totalMs: number; top: ProfileEntry[]; byPackage: { name: string; selfPct: number }[] };
   rows: TableRow[];
 }
@@ -206,4 +207,19 @@ export interface AmqpPhase {
   service: MaybeAmqpDrain;
   baseline: MaybeAmqpDrain;
   rounds?: { service: number[]; baseline: number[] };
+}
+
+/** The console's search latency (ms, request to the page's last byte) over `events` retained events. */
+export interface ConsolePhase {
+  events: number;
+  /** Each target's completed and failed deliveries once filled. */
+  deliveries: Record<string, Record<string, number>>;
+  samples: number;
+  byRequestId: LatencySummary;
+  firstPage: LatencySummary;
+  filtered: LatencySummary;
+  /** A filter that matches nothing: the page reads its whole scan budget. */
+  noMatch: LatencySummary;
+  /** Each of 20 pages back through a filtered list, from the previous page's cursor. */
+  pagedBack: LatencySummary;
 }

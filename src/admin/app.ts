@@ -14,8 +14,9 @@ import { configRoutes } from './routes/config';
 import type { TargetControl } from '../operations/targets';
 import type { Pipeline } from '../pipeline/pipeline';
 import { createFailureWindow, type FailureWindowOptions } from './auth-failures';
-import { hasCredentials, requireAdmin, type AdminCredentials } from './auth';
-import { dashboardRouter, DASHBOARD_PATH } from './dashboard';
+import { hasCredentials, operatorsOnlyWrites, requireAdmin, type AdminCredentials } from './auth';
+import { consoleRouter, CONSOLE_PATH } from './console/router';
+import { dashboardRouter, DASHBOARD_PATH, withoutOtherOrigins } from './dashboard';
 import { dashboardJobData } from './dashboard-masking';
 import { dashboardWrites } from './dashboard-writes';
 import { readiness } from './health';
@@ -42,13 +43,16 @@ export interface AdminDeps {
   mask: (payload: unknown) => unknown;
   readOnlyDashboard: boolean;
   logger: Logger;
+  /** The platform environments configured, for the console's filter. @defaultValue ['production'] */
+  environments?: readonly string[];
   /** Failed-login throttle. @defaultValue 10 failures per minute per address */
   loginFailures?: FailureWindowOptions;
 }
 
 /**
- * The admin app, for its own port. /healthz and /readyz are open (probes); the dashboard, /metrics
- * and the JSON API need credentials, and with none configured they refuse to run open and say why.
+ * The admin app, for its own port. /healthz and /readyz are open (probes); the console, the dashboard,
+ * /metrics and the JSON API need credentials, and with none configured they refuse to run open and
+ * say why. A `viewer` reads; every change needs an `operator`.
  */
 export function createAdminApp(deps: AdminDeps): Express {
   const app = express();
@@ -68,7 +72,25 @@ export function createAdminApp(deps: AdminDeps): Express {
   app.get('/admin/openapi.json', guard, helmet(), (_req, res) => {
     res.json(deps.openapi);
   });
-  // Bull Board's page uses inline scripts and styles, so it gets a looser CSP than the JSON API.
+  const onlyOperators = operatorsOnlyWrites(deps.logger);
+  // Bull Board's page uses inline styles, so it gets a looser CSP than the JSON API; still only our
+  // own origin, so the browser does not fetch the web fonts its page links to from another site.
+  const dashboardCsp = helmet({
+    contentSecurityPolicy: {
+      useDefaults: false,
+      directives: {
+        defaultSrc: ["'self'"],
+        scriptSrc: ["'self'"],
+        styleSrc: ["'self'", "'unsafe-inline'"],
+        imgSrc: ["'self'", 'data:'],
+        fontSrc: ["'self'", 'data:'],
+        connectSrc: ["'self'"],
+        frameAncestors: ["'none'"],
+        objectSrc: ["'none'"],
+      },
+    },
+    strictTransportSecurity: false,
+  });
   const showJobData = dashboardJobData(deps.mask);
   const dashboard = dashboardRouter(deps.pipeline.allQueues(), { readOnly: deps.readOnlyDashboard, showJobData, mask: deps.mask });
   deps.reloader?.onApplied(() => dashboard.showQueues(deps.pipeline.allQueues()));
@@ -76,13 +98,15 @@ export function createAdminApp(deps: AdminDeps): Express {
     DASHBOARD_PATH,
     guard,
     sameOriginWrites,
-    helmet({ contentSecurityPolicy: false }),
+    onlyOperators,
+    dashboardCsp,
+    withoutOtherOrigins,
     dashboardWrites({ readOnly: deps.readOnlyDashboard, logger: deps.logger, showJobData }),
     dashboard.router,
   );
 
   const api = express.Router();
-  api.use(guard, sameOriginWrites, helmet(), express.json({ limit: '1mb' }));
+  api.use(guard, sameOriginWrites, onlyOperators, helmet(), express.json({ limit: '1mb' }));
   api.use('/queues', queueRoutes(deps.pipeline, deps.targets));
   const blockedKeys = createBlockedKeys(deps.pipeline);
   const recovery = createRecovery({ deadLetters: deps.deadLetters, quarantine: deps.quarantine, targets: deps.targets, blockedKeys, resender: deps.resender, logger: deps.logger });
@@ -92,6 +116,12 @@ export function createAdminApp(deps: AdminDeps): Express {
   api.use('/quarantine', quarantineRoutes(deps.quarantine, recovery));
   api.use('/targets', targetRoutes(deps.targets, blockedKeys, recovery));
   app.use('/admin/api', api);
+  app.use(
+    CONSOLE_PATH,
+    guard,
+    sameOriginWrites,
+    consoleRouter({ pipeline: deps.pipeline, mask: deps.mask, recovery, deadLetters: deps.deadLetters, blockedKeys, environments: deps.environments ?? ['production'], logger: deps.logger }),
+  );
 
   app.use((_req, res) => {
     res.status(404).json({ error: 'not_found' });

@@ -14,6 +14,7 @@ import { createTargetControl } from '../operations/targets';
 import { buildOpenApiDocument } from '../openapi/document';
 import type { Pipeline } from '../pipeline/pipeline';
 import { createAdminApp } from './app';
+import { environmentNames } from '../config/environments';
 
 /** Builds the admin app and its operations over the process's pipeline; the caller listens. */
 export function wireAdmin(config: Config, pipeline: Pipeline, registry: Registry, logger: Logger, reloader?: Reloader): Express {
@@ -37,7 +38,8 @@ export function wireAdmin(config: Config, pipeline: Pipeline, registry: Registry
     logger.warn('admin dashboard writes are ON (ADMIN_READ_ONLY_DASHBOARD=false): whoever holds the admin credential can add, retry, clean and remove jobs from the dashboard; every write is audited');
   }
   return createAdminApp({
-    credentials: { token: config.adminToken, user: config.adminUser, password: config.adminPassword },
+    credentials: { token: config.adminToken, user: config.adminUser, password: config.adminPassword, principals: config.adminPrincipals },
+    environments: environmentNames(config),
     redis,
     pipeline,
     deadLetters: createDeadLetters(pipeline),

@@ -33,6 +33,19 @@ const environmentSchema = z.object({
   accept: z.record(z.string(), z.unknown(), { error: 'must be a mapping of fields to conditions, e.g. { "data.merchant_no": { $in: [M100023] } }' }).optional(),
 });
 
+/**
+ * One admin-port principal: a basic-auth user (`password`) or a bearer token (`token`), authenticated
+ * as `basic:<name>` or `token:<name>`.
+ */
+const adminPrincipalSchema = z
+  .object({
+    name: z.string().regex(/^[A-Za-z0-9._@-]{1,64}$/, 'letters, digits, . _ @ and -, at most 64'),
+    role: z.enum(['viewer', 'operator']),
+    password: z.string().min(12, 'must be at least 12 characters').optional(),
+    token: z.string().min(16, 'must be at least 16 characters').optional(),
+  })
+  .refine((p) => (p.password === undefined) !== (p.token === undefined), 'give a password (basic auth) or a token (bearer), one of them');
+
 /** Every setting of the service; defaults live in config/default.yaml. */
 export const configSchema = z
   .object({
@@ -116,6 +129,11 @@ export const configSchema = z
     adminToken: z.string().min(16, 'must be at least 16 characters').optional(),
     adminUser: z.string().min(1).optional(),
     adminPassword: z.string().min(12, 'must be at least 12 characters').optional(),
+    /**
+     * Further admin-port principals, each with a role: a `viewer` reads (console, API, dashboard,
+     * metrics), an `operator` also acts. ADMIN_TOKEN and ADMIN_USER/ADMIN_PASSWORD are operators.
+     */
+    adminPrincipals: z.array(adminPrincipalSchema),
     adminReadOnlyDashboard: z.boolean(),
     /** Whether an operator may replay a quarantined notification with a corrected body (forwarded marked `corrected`). */
     adminAllowCorrections: z.boolean(),
@@ -142,6 +160,13 @@ export const configSchema = z
     if ((c.adminUser === undefined) !== (c.adminPassword === undefined)) {
       ctx.addIssue({ code: 'custom', path: ['adminPassword'], message: 'ADMIN_USER and ADMIN_PASSWORD go together' });
     }
+    // A name is a principal (`basic:<name>`, `token:<name>`) in the audit log, so it must say who acted.
+    const principalNames = [...(c.adminUser ? [`basic:${c.adminUser}`] : []), ...c.adminPrincipals.map((p) => `${p.password !== undefined ? 'basic' : 'token'}:${p.name}`)];
+    c.adminPrincipals.forEach((p, i) => {
+      if (principalNames.indexOf(principalNames[i + (c.adminUser ? 1 : 0)]!) !== i + (c.adminUser ? 1 : 0)) {
+        ctx.addIssue({ code: 'custom', path: ['adminPrincipals', i, 'name'], message: `principal "${p.name}" is named twice (ADMIN_USER counts)` });
+      }
+    });
     if (c.signatureSchemes.includes('legacy') && !c.merchantId) {
       for (const [name, env] of Object.entries(c.environments ?? { [DEFAULT_ENVIRONMENT]: {} })) {
         if (!env.merchantId) ctx.addIssue({ code: 'custom', path: c.environments ? ['environments', name, 'merchantId'] : ['merchantId'], message: 'MERCHANT_ID is required when the legacy scheme is enabled' });

@@ -90,7 +90,8 @@ export function createSdkTracing(api: OtelApi, tracer: Api.Tracer): Tracing {
         if (state) headers.tracestate = state;
       },
       delivered(status, latencyMs) {
-        span.setAttributes({ 'http.response.status_code': status, 'webhook.latency_ms': latencyMs, 'webhook.outcome': 'delivered' });
+        span.setAttributes({ 'webhook.latency_ms': latencyMs, 'webhook.outcome': 'delivered' });
+        if (status !== undefined) span.setAttribute('http.response.status_code', status);
         span.end();
       },
       failed(failure: AttemptFailure) {

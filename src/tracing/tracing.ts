@@ -48,7 +48,8 @@ export interface AttemptSpan {
   readonly logIds: LogIds;
   /** Sets `traceparent` (and `tracestate`, when there is one) of this attempt on the outgoing message. */
   inject(headers: Record<string, string>): void;
-  delivered(status: number, latencyMs: number): void;
+  /** `status` is the target's HTTP status; a broker destination answers none. */
+  delivered(status: number | undefined, latencyMs: number): void;
   failed(failure: AttemptFailure): void;
 }
 

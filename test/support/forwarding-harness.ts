@@ -31,7 +31,7 @@ export interface ForwardingHarness {
 }
 
 /** The receiver app plus in-process workers forwarding to the given targets, on a fresh queue prefix. */
-export function buildForwarding(platform: FakePlatform, targets: Record<string, unknown>[], env: Record<string, string> = {}): ForwardingHarness {
+export function buildForwarding(platform: FakePlatform, targets: Record<string, unknown>[], env: Record<string, string> = {}, adjust: (config: Config) => Config = (c) => c): ForwardingHarness {
   const receiver = buildHarness({ PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64, ADMIN_TOKEN: ADMIN_TEST_TOKEN, ...env }, Date.now, (base) =>
     // As the loader gives them: each target with the environments it takes.
     withTargetEnvironments({
@@ -41,7 +41,8 @@ export function buildForwarding(platform: FakePlatform, targets: Record<string, 
       worker: { lockDurationMs: 5000, stalledIntervalMs: 1000, shutdownTimeoutMs: 2000 },
     }).config,
   );
-  const { config, pipeline } = receiver;
+  const config = adjust(receiver.config);
+  const { pipeline } = receiver;
   const logs = new LogCapture();
   const metrics = receiver.metrics; // one registry for receiver, workers and admin, as in one process
   const logger = createLogger('info', logs.stream);
