@@ -35,7 +35,7 @@ export const ownKeys = {
   replay: (prefix: string, scheme: string, replayKey: string) => `${prefix}:replay:${scheme}:${replayKey}`,
   /**
    * Written after each ingest when replicas must confirm it: WAIT counts the writes of its own
-   * connection, and a replay or a duplicate writes nothing of its own (its event may have come
+   * connection, and a replay or a duplicate may write nothing of its own (its event may have come
    * through another connection); this write puts every earlier write of the master behind it.
    */
   replicaMarker: (prefix: string) => `${prefix}:replica-ack`,
@@ -45,6 +45,12 @@ export const ownKeys = {
    * leaves for the whole window.
    */
   dedup: (prefix: string, eventId: string) => `${prefix}:d:${eventId}`,
+  /**
+   * The later copies of a received event (fields `duplicates`, `replays`, `lastAt` in ms since 1970),
+   * written by the ingest script only when a copy arrives, and expiring with the event's
+   * de-duplication record.
+   */
+  copies: (prefix: string, eventId: string) => `${prefix}:c:${eventId}`,
   /**
    * The sequence of one ordering key of one target: the event ids of its deliveries in receipt
    * order; the first is the one that may be in flight. Its name carries a digest of the key value.
