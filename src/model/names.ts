@@ -29,7 +29,8 @@ export function keyPrefix(queuePrefix: string): string {
 /** Keys of our own beside BullMQ's, under the same prefix so one prefix (or hash tag) holds everything. */
 export const ownKeys = {
   /**
-   * An accepted replay key (nonce, or legacy signature), bound to the event type it arrived for;
+   * An accepted replay key (nonce, or legacy signature), bound to the event type it arrived for and
+   * the event id (`<type> <event id>`, written by the ingest script);
    * per scheme, so a current-scheme nonce can never collide with a legacy signature's key.
    */
   replay: (prefix: string, scheme: string, replayKey: string) => `${prefix}:replay:${scheme}:${replayKey}`,
