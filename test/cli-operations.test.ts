@@ -52,8 +52,10 @@ it('queues: prints every queue in a table', async () => {
   for (const q of ['payment.result', 'quarantine', 'deliver.erp']) expect(text).toMatch(new RegExp(`^${q.replace('.', '\\.')}\\s+\\d`, 'm'));
 });
 
-it('event: shows an event by id and by request_id with its deliveries', async () => {
-  await platform.send(f.receiver.app, platform.signed('payee.result', { body: '{"type":"MERCH","data":{"request_id":"CLI-REQ-7"}}' })).expect(200);
+it('event: shows an event by id and by request_id with its deliveries and its later copies', async () => {
+  const body = '{"type":"MERCH","data":{"request_id":"CLI-REQ-7"}}';
+  await platform.send(f.receiver.app, platform.signed('payee.result', { body })).expect(200);
+  await platform.send(f.receiver.app, platform.signed('payee.result', { body })).expect(200); // a platform retry: a duplicate
   await erp.waitFor(() => erp.successes().length === 1);
   const eventId = String(erp.requests[0]!.headers['webhook-id']);
   await new Promise((r) => setTimeout(r, 200));
@@ -62,6 +64,7 @@ it('event: shows an event by id and by request_id with its deliveries', async ()
   expect(byId.code).toBe(0);
   expect(byId.text).toContain(`${eventId}  payee.result`);
   expect(byId.text).toMatch(/^erp\s+completed\s+1/m);
+  expect(byId.text).toMatch(/^ {2}copies after the first: 1 duplicate, 0 replays refused; the last at \d{4}-\d\d-\d\dT[\d:.]+Z$/m);
   const byRequest = await cli('event', '--request-id', 'CLI-REQ-7');
   expect(byRequest.text).toContain(eventId);
   expect((await cli('event', 'evt_missing')).code).toBe(1);

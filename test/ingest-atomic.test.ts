@@ -65,6 +65,22 @@ describe('one Redis call per notification', () => {
     expect(sent).toEqual(['evalsha']);
   });
 
+  it('when a notification is accepted, then its script runs no command for counting copies; its duplicate counts itself', async () => {
+    const body = sampleBody('payment.result');
+    /** The commands the script ran while `act` ran. */
+    const ranByScript = async (act: () => Promise<unknown>) => {
+      await sentDuring(act);
+      return commands.filter((c) => c.source === 'lua').map((c) => c.args.map((a) => a.toLowerCase()));
+    };
+    const first = await ranByScript(() => platform.send(h.app, platform.signed('payment.result', { body })).expect(200));
+    expect(first.length).toBeGreaterThan(0);
+    expect(first.filter(([name]) => name === 'time' || name === 'pttl' || name === 'hincrby')).toEqual([]);
+    expect(first.filter((args) => args.some((a) => a.includes(':c:evt_')))).toEqual([]);
+
+    const duplicate = await ranByScript(() => platform.send(h.app, platform.signed('payment.result', { body })).expect(200));
+    expect(duplicate.filter(([name, key]) => name === 'hincrby' && key!.includes(':c:evt_'))).toHaveLength(1);
+  });
+
   it('when a notification is replayed, then that too is one EVALSHA', async () => {
     const n = legacyNotification();
     await platform.send(h.app, n).expect(200);

@@ -29,13 +29,14 @@ export function keyPrefix(queuePrefix: string): string {
 /** Keys of our own beside BullMQ's, under the same prefix so one prefix (or hash tag) holds everything. */
 export const ownKeys = {
   /**
-   * An accepted replay key (nonce, or legacy signature), bound to the event type it arrived for;
+   * An accepted replay key (nonce, or legacy signature), bound to the event type it arrived for and
+   * the event id (`<type> <event id>`, written by the ingest script);
    * per scheme, so a current-scheme nonce can never collide with a legacy signature's key.
    */
   replay: (prefix: string, scheme: string, replayKey: string) => `${prefix}:replay:${scheme}:${replayKey}`,
   /**
    * Written after each ingest when replicas must confirm it: WAIT counts the writes of its own
-   * connection, and a replay or a duplicate writes nothing of its own (its event may have come
+   * connection, and a replay or a duplicate may write nothing of its own (its event may have come
    * through another connection); this write puts every earlier write of the master behind it.
    */
   replicaMarker: (prefix: string) => `${prefix}:replica-ack`,
@@ -45,6 +46,12 @@ export const ownKeys = {
    * leaves for the whole window.
    */
   dedup: (prefix: string, eventId: string) => `${prefix}:d:${eventId}`,
+  /**
+   * The later copies of a received event (fields `duplicates`, `replays`, `lastAt` in ms since 1970),
+   * written by the ingest script only when a copy arrives, and expiring with the event's
+   * de-duplication record.
+   */
+  copies: (prefix: string, eventId: string) => `${prefix}:c:${eventId}`,
   /**
    * The sequence of one ordering key of one target: the event ids of its deliveries in receipt
    * order; the first is the one that may be in flight. Its name carries a digest of the key value.

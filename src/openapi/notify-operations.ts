@@ -36,7 +36,7 @@ export function notifyResponses(): Record<string, unknown> {
   }
   const responses: Record<string, unknown> = {
     '200': {
-      description: 'Stored (or already stored: a replay or a duplicate), or verified but unusable and quarantined. Only a 200 means the platform may stop retrying.',
+      description: 'Stored (or already stored: a replay or a duplicate: not queued again, and counted in the admin event view\'s `copies` when it carries the same event), or verified but unusable and quarantined. Only a 200 means the platform may stop retrying.',
       content: { 'application/json': { schema: envelopeWith([SUCCESS.ret_code]), example: SUCCESS } },
     },
   };

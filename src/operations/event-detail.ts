@@ -29,7 +29,7 @@ export interface EventDetail extends Omit<EventView, 'deliveries'> {
   deliveries: DeliveryDetail[];
 }
 
-type Pipeline = Pick<QueueRegistry, 'deliveryQueues' | 'deliveryQueue' | 'redis' | 'prefix'> & Pick<EventLookup, 'findEvent'>;
+type Pipeline = Pick<QueueRegistry, 'deliveryQueues' | 'deliveryQueue' | 'redis' | 'prefix'> & Pick<EventLookup, 'findEvent' | 'copiesOf'>;
 
 async function orderingOf(pipeline: Pipeline, target: string, eventId: string, key: string): Promise<OrderingView> {
   const sequence = ownKeys.orderSequence(pipeline.prefix, target, keyDigest(key));

@@ -2,7 +2,7 @@ import { filteredTargetsOf } from '../forwarding/fanout-result';
 import { deliveryStory, type AttemptView, type SeriesView } from '../forwarding/delivery-story';
 import type { DeliveryFailure } from '../model/jobs';
 import { eventDefinition } from '../model/event-table';
-import type { EventLookup, FoundEvent } from '../pipeline/lookup';
+import type { EventCopies, EventLookup, FoundEvent } from '../pipeline/lookup';
 import type { QueueRegistry } from '../pipeline/queue-registry';
 import { parsePayload } from '../receiving/parse-payload';
 import type { DeliveryQueue } from '../model/queues';
@@ -24,7 +24,7 @@ export interface DeliveryView {
   series: SeriesView[];
 }
 
-export type { AttemptView, SeriesView };
+export type { AttemptView, EventCopies, SeriesView };
 
 export interface EventView {
   eventId: string;
@@ -43,6 +43,11 @@ export interface EventView {
   traceId?: string;
   /** Why it is quarantined, when it is. */
   quarantineReason?: string;
+  /**
+   * Copies of the notification that arrived after the first (duplicates and refused replays, see
+   * EventCopies); absent for a quarantined one, whose copies BullMQ's de-duplication decides uncounted.
+   */
+  copies?: EventCopies;
   payload?: unknown;
   errors?: string[];
   deliveries: DeliveryView[];
@@ -109,7 +114,7 @@ function filteredTargets(found: FoundEvent): string[] {
  * routed event is held by its delivery jobs (state `routed`, `queue` the first target's); an unrouted
  * one by its event job, a quarantined one by its quarantine job (their job's state).
  */
-export async function findEvent(pipeline: Pick<QueueRegistry, 'deliveryQueues'> & Pick<EventLookup, 'findEvent'>, eventId: string, mask: (p: unknown) => unknown): Promise<EventView | undefined> {
+export async function findEvent(pipeline: Pick<QueueRegistry, 'deliveryQueues'> & Pick<EventLookup, 'findEvent' | 'copiesOf'>, eventId: string, mask: (p: unknown) => unknown): Promise<EventView | undefined> {
   const found = await pipeline.findEvent(eventId);
   if (!found) return undefined;
   const { queue, job } = found;
@@ -119,6 +124,7 @@ export async function findEvent(pipeline: Pick<QueueRegistry, 'deliveryQueues'> 
   const data = job.data;
   const payload = maskedPayloadOf(found, mask);
   const traceId = traceIdOf(data.trace);
+  const copies = found.kind === 'quarantine' ? undefined : await pipeline.copiesOf(eventId);
   return {
     eventId,
     queue: queue.name,
@@ -132,6 +138,7 @@ export async function findEvent(pipeline: Pick<QueueRegistry, 'deliveryQueues'> 
     ...(data.corrected ? { corrected: true as const } : {}),
     ...(traceId ? { traceId } : {}),
     ...(found.kind === 'quarantine' ? { quarantineReason: found.job.data.reason ?? 'invalid' } : {}),
+    ...(copies ? { copies } : {}),
     payload,
     errors: 'errors' in data ? data.errors : undefined,
     deliveries: [...withJobs, ...filtered],

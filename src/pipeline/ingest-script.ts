@@ -47,7 +47,7 @@ export interface ReplicaConfirmation {
 export interface ReplayBinding {
   /** The Redis key, under the queue prefix. */
   key: string;
-  /** What the key is bound to: the event type. */
+  /** The event type; the script binds the key to it and the event id (`<type> <event id>`), so a later replay can tell whether it carries the same event. */
   value: string;
   ttlMs: number;
   /** A key already bound to another value is refused (`signature_reused`) instead of being a replay. */
@@ -80,10 +80,11 @@ export interface Ingestion {
   adds: AddTo[];
   binding: ReplayBindingMode;
   /**
-   * Our de-duplication record of the event and what it holds (see ARGV[10]); absent when an add's own
-   * BullMQ de-duplication decides.
+   * Our de-duplication record of the event and what it holds (see ARGV[10]), and the hash that counts
+   * the event's later copies (written only when one arrives); absent when an add's own BullMQ
+   * de-duplication decides.
    */
-  dedup?: { key: string; ttlMs: number; value: string };
+  dedup?: { key: string; ttlMs: number; value: string; copiesKey: string };
   eventId: string;
   /** Request-index buckets (request id -> event ids) to add the event id to, and when they expire. */
   index?: { expiresAtMs: number; entries: { key: string; requestId: string }[] };
@@ -134,7 +135,7 @@ export function defineIngestScript(connection: RedisClient): IngestScript {
 async function scriptArgs({ adds, binding, dedup, eventId, index }: Ingestion): Promise<(string | Buffer | number)[]> {
   if (adds.length === 0) throw new Error('an ingestion adds at least one job');
   const entries = index?.entries ?? [];
-  const keys: (string | Buffer)[] = [binding.key, dedup?.key ?? binding.key, ...entries.map((e) => e.key)];
+  const keys: (string | Buffer)[] = [binding.key, dedup?.key ?? binding.key, dedup?.copiesKey ?? binding.key, ...entries.map((e) => e.key)];
   const bound = 'none' in binding ? undefined : binding;
   const argv: (string | Buffer)[] = [
     bound?.value ?? '',

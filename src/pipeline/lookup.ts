@@ -16,6 +16,17 @@ export type FoundEvent =
   | { kind: 'event'; queue: EventQueue; job: Job<EventJob, unknown, EventType> }
   | { kind: 'quarantine'; queue: QuarantineQueue; job: Job<QuarantineJob, unknown, EventType> };
 
+/**
+ * How many copies of a notification arrived after the first: `duplicates`, the same event under a new
+ * nonce (a platform retry, answered 200 and not queued again), and `replays`, a replay key accepted
+ * before carrying this same event (refused as a replay); `lastAt`, when the last of them arrived.
+ */
+export interface EventCopies {
+  duplicates: number;
+  replays: number;
+  lastAt?: string;
+}
+
 /** Finding events in the queues: by event id, by the platform's request id, and whether one is known at all. */
 export interface EventLookup {
   /** A job holding the event (a delivery job first), while the retention settings keep one. */
@@ -23,6 +34,8 @@ export interface EventLookup {
   /** Whether the event was received within the de-duplication window, even if no job holds it any more. */
   isKnown(eventId: string): Promise<boolean>;
   eventIdsForRequest(requestId: string): Promise<string[]>;
+  /** The event's later copies, counted by the ingest script while its de-duplication record lasts (none counted: zeros). */
+  copiesOf(eventId: string): Promise<EventCopies>;
 }
 
 export function createEventLookup(queues: Pick<QueueRegistry, 'redis' | 'prefix' | 'options' | 'eventQueues' | 'quarantine' | 'deliveryQueues'>): EventLookup {
@@ -48,6 +61,10 @@ export function createEventLookup(queues: Pick<QueueRegistry, 'redis' | 'prefix'
       return Boolean(await quarantine.getDeduplicationJobId(eventId));
     },
     eventIdsForRequest: (requestId) => eventIdsForRequest(redis, prefix, requestId, queues.options.dedupWindowMs),
+    async copiesOf(eventId) {
+      const [duplicates, replays, lastAt] = await redis.hmget(ownKeys.copies(prefix, eventId), 'duplicates', 'replays', 'lastAt');
+      return { duplicates: Number(duplicates ?? 0), replays: Number(replays ?? 0), ...(lastAt ? { lastAt: new Date(Number(lastAt)).toISOString() } : {}) };
+    },
   };
 }
 

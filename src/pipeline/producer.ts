@@ -164,6 +164,7 @@ export function createProducer(connection: RedisClient, settings: ProducerSettin
         key: ownKeys.dedup(settings.prefix, event.eventId),
         ttlMs: settings.dedupWindowMs,
         value: `m:${event.merchantId ?? ''}`,
+        copiesKey: ownKeys.copies(settings.prefix, event.eventId),
       },
       eventId: event.eventId,
       index: requestIndexEntries(settings.prefix, event.payload, settings.dedupWindowMs),

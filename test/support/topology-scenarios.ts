@@ -48,7 +48,8 @@ export async function runWholePath(platform: FakePlatform, env: Record<string, s
     await crm.waitFor(() => crm.successes().length === 1);
 
     const event = await request(f.admin).get(`/admin/api/events/${eventId}`).set(auth).expect(200);
-    expect(event.body).toMatchObject({ eventId });
+    // The retry and the new nonce were counted by the ingest script, on this topology too.
+    expect(event.body).toMatchObject({ eventId, copies: { duplicates: 1, replays: 1, lastAt: expect.any(String) } });
     const byRequest = await request(f.admin).get('/admin/api/events?requestId=req-topology-1').set(auth).expect(200);
     expect(byRequest.body.events).toEqual([expect.objectContaining({ eventId })]);
     const queues = await request(f.admin).get('/admin/api/queues').set(auth).expect(200);
@@ -61,7 +62,7 @@ export async function runWholePath(platform: FakePlatform, env: Record<string, s
 
     // The queues live where the topology says, every key under the hash-tagged prefix.
     const keys = await keysAt(keyPrefix(f.config.queuePrefix));
-    expect(keys).toEqual(expect.arrayContaining([`${keyPrefix(f.config.queuePrefix)}:payment.result:meta`, `${keyPrefix(f.config.queuePrefix)}:deliver.crm:meta`]));
+    expect(keys).toEqual(expect.arrayContaining([`${keyPrefix(f.config.queuePrefix)}:payment.result:meta`, `${keyPrefix(f.config.queuePrefix)}:deliver.crm:meta`, `${keyPrefix(f.config.queuePrefix)}:c:${eventId}`]));
   } finally {
     await f.close();
     await ledger.close();

@@ -32,6 +32,15 @@ function orderingText(o: OrderingView): Html {
   return html`<p>Ordering key <span class="mono">${o.key}</span>: ${where}.</p>`;
 }
 
+/** The copies that arrived after the first: duplicates (answered 200, not queued again) and replays (refused). */
+function copiesText(e: EventDetail): Html {
+  const c = e.copies;
+  if (!c) return html`<span class="muted">not counted for a quarantined notification</span>`;
+  const n = (count: number, one: string, many: string) => `${count} ${count === 1 ? one : many}`;
+  const counts = html`<span data-copies="${c.duplicates} ${c.replays}">${n(c.duplicates, 'duplicate', 'duplicates')}, ${n(c.replays, 'replay', 'replays')} refused</span>`;
+  return c.lastAt ? html`${counts}; the last at ${time(c.lastAt)}` : counts;
+}
+
 function deliveryActions(eventId: string, d: DeliveryDetail): Html {
   const link = (action: string, label: string, params: Record<string, string>, cls = 'secondary') =>
     html`<a class="button ${cls}" href="${CONSOLE_PATH}/confirm/${action}${query(params)}">${label}</a>`;
@@ -74,6 +83,7 @@ ${done ? html`<p class="notice" role="status">${done}</p>` : ''}
 <dt>Received (UTC)</dt><dd>${time(e.receivedAt)}</dd>
 <dt>Environment</dt><dd>${e.environment ?? '—'}</dd>
 <dt>Nonce</dt><dd class="mono">${e.nonce ?? '— (legacy scheme: the replay key is a hash of the signature)'}</dd>
+<dt>Copies after the first</dt><dd>${copiesText(e)}</dd>
 <dt>webhook-id</dt><dd class="mono">${e.eventId}</dd>
 ${e.merchantId ? html`<dt>X-Merch-Id</dt><dd>${e.merchantId}</dd>` : ''}
 ${e.traceId ? html`<dt>Trace id</dt><dd class="mono">${e.traceId}</dd>` : ''}

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { createMasker } from '../../logging/mask';
-import { findEvent } from '../../operations/event-lookup';
+import { findEvent, type EventCopies } from '../../operations/event-lookup';
 import { CorrectionsDisabledError, createQuarantine } from '../../operations/quarantine';
 import { summariseQueues } from '../../monitoring/queue-summary';
 import { createBlockedKeys } from '../../operations/blocked-keys';
@@ -59,6 +59,7 @@ export function eventCommand(ctx: OperatorContext, args: string[]): Promise<numb
       }
       out(`${event.eventId}  ${event.eventType}  ${event.environment ?? ''}  received ${event.receivedAt}  in ${event.queue} (${event.state})`);
       if (event.traceId) out(`  trace ${event.traceId}`);
+      if (event.copies) out(`  ${copiesLine(event.copies)}`);
       if (event.corrected) out('  corrected: its body was replaced by an operator; the platform did not sign it');
       if (event.errors) out(`  quarantined: ${event.errors.join('; ')}`);
       out(formatTable(
@@ -149,4 +150,10 @@ export function targetCommand(ctx: OperatorContext, args: string[]): Promise<num
     }
     throw new Error('target takes list, pause <name>, resume <name>, blocked <name> or release <name> <key>');
   });
+}
+
+/** The copies of an event that came after the first, in words. */
+function copiesLine({ duplicates, replays, lastAt }: EventCopies): string {
+  const n = (count: number, word: string) => `${count} ${word}${count === 1 ? '' : 's'}`;
+  return `copies after the first: ${n(duplicates, 'duplicate')}, ${n(replays, 'replay')} refused${lastAt ? `; the last at ${lastAt}` : ''}`;
 }

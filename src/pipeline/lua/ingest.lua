@@ -13,10 +13,19 @@
   only when it heads the sequence, and otherwise parked (delayed) until the delivery before it is done
   (see ordering/sequencer.ts).
 
+  A later copy of an event the record knows is counted beside the record, in the event's copies hash
+  (fields `duplicates`, `replays`, `lastAt` in ms since 1970), which is given the record's remaining
+  TTL so the two expire together. Only those branches touch it: the first receipt runs no command for
+  it. A replay is counted only when its binding names this very event: the key is bound to the event
+  type and the event id (`<type> <event id>`), so a replay key carrying another body than the first
+  (another event id) is counted on neither event (this script cannot reach the first event's keys).
+  A binding written before the event id was part of it (no space) is not counted either.
+
   KEYS: [1] the replay key; [2] our de-duplication record, the replay key again when BullMQ's own
-  de-duplication (in the add's options) decides; [3..2 + buckets] the request-index buckets; then for
-  each add: (ordered only: its sequence) its keys (ordered only: the parked variant's keys).
-  ARGV: [1] what the replay key is bound to (the event type); [2] the binding's TTL in ms; [3] '1' when
+  de-duplication (in the add's options) decides; [3] the event's copies hash (the replay key again
+  when [2] is not ours); [4..3 + buckets] the request-index buckets; then for each add: (ordered only:
+  its sequence) its keys (ordered only: the parked variant's keys).
+  ARGV: [1] the event type (the replay key is bound to it and the event id); [2] the binding's TTL in ms; [3] '1' when
   a key bound to another value is refused (legacy) rather than a replay, '-' when the replay key is
   neither checked nor bound (a copy kept after its key was found bound elsewhere); [4] '1' when
   KEYS[2] is ours to check and write; [5] the record's TTL in ms; [6] the
@@ -34,24 +43,38 @@ local function bullAddParked(KEYS, ARGV)
 --- @include "bullmq:addDelayedJob"
 end
 local binds = ARGV[3] ~= '-'
+local own = ARGV[4] == '1'
+local eventId = ARGV[6]
+local binding = ARGV[1] .. ' ' .. eventId
+-- A later copy: counted in the copies hash, which expires with the record.
+local function countCopy(field)
+  local ttl = redis.call('PTTL', KEYS[2])
+  if ttl <= 0 then return end
+  local time = redis.call('TIME')
+  redis.call('HINCRBY', KEYS[3], field, 1)
+  redis.call('HSET', KEYS[3], 'lastAt', tostring(time[1] * 1000 + math.floor(time[2] / 1000)))
+  redis.call('PEXPIRE', KEYS[3], ttl)
+end
 if binds then
   local bound = redis.call('GET', KEYS[1])
   if bound then
-    if ARGV[3] == '1' and bound ~= ARGV[1] then return {'signature_reused', bound} end
+    local space = string.find(bound, ' ', 1, true)
+    local boundType = space and string.sub(bound, 1, space - 1) or bound
+    if ARGV[3] == '1' and boundType ~= ARGV[1] then return {'signature_reused', boundType} end
+    if own and space and string.sub(bound, space + 1) == eventId then countCopy('replays') end
     return {'replay'}
   end
 end
-local own = ARGV[4] == '1'
 if own and redis.call('EXISTS', KEYS[2]) > 0 then
-  if binds then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) end
+  if binds then redis.call('SET', KEYS[1], binding, 'PX', ARGV[2]) end
   local first = redis.call('GET', KEYS[2])
   if first and string.sub(first, 1, 2) == 'm:' and first ~= ARGV[10] then return {'conflict', string.sub(first, 3)} end
+  countCopy('duplicates')
   return {'duplicate'}
 end
-local eventId = ARGV[6]
 local buckets = tonumber(ARGV[8])
 local adds = tonumber(ARGV[9])
-local k = 3 + buckets
+local k = 4 + buckets
 local a = 11 + buckets
 local function keys(n) local t = {unpack(KEYS, k, k + n - 1)}; k = k + n; return t end
 local function args(n) local t = {unpack(ARGV, a, a + n - 1)}; a = a + n; return t end
@@ -81,7 +104,7 @@ for i = 1, adds do
 end
 if own then redis.call('SET', KEYS[2], ARGV[10], 'PX', ARGV[5]) end
 for i = 1, buckets do
-  local key = KEYS[2 + i]
+  local key = KEYS[3 + i]
   local field = ARGV[10 + i]
   local ids = redis.call('HGET', key, field)
   if not ids then
@@ -91,5 +114,5 @@ for i = 1, buckets do
   end
   redis.call('PEXPIREAT', key, ARGV[7])
 end
-if binds then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) end
+if binds then redis.call('SET', KEYS[1], binding, 'PX', ARGV[2]) end
 return {'added', first or ''}
