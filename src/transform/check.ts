@@ -36,14 +36,28 @@ export async function transformProblems(targets: readonly Target[]): Promise<str
   return found.filter((p): p is string => p !== undefined);
 }
 
-/** Runs a target's transform once, in a sandbox of its own: what it would send, or the error. */
-export async function tryTransform(target: Target, input: TransformInput): Promise<{ body: string | null } | { error: string }> {
-  const sandbox = startSandbox(transformCodeOf(target), transformTimeoutOf(target));
+/**
+ * Runs a target's transform on each input, in a sandbox of its own started for the purpose (config
+ * check, transform test): what it would send, or the error.
+ */
+export async function tryTransform(target: Target, inputs: readonly TransformInput[]): Promise<({ body: string | null } | { error: string })[]> {
+  let sandbox;
   try {
-    return { body: await sandbox.run(input) };
+    sandbox = startSandbox(transformCodeOf(target), transformTimeoutOf(target));
   } catch (err) {
-    if (err instanceof TransformError) return { error: err.message };
-    throw err;
+    return inputs.map(() => ({ error: (err as Error).message }));
+  }
+  try {
+    const results: ({ body: string | null } | { error: string })[] = [];
+    for (const input of inputs) {
+      try {
+        results.push({ body: await sandbox.run(input) });
+      } catch (err) {
+        if (!(err instanceof TransformError)) throw err;
+        results.push({ error: err.message });
+      }
+    }
+    return results;
   } finally {
     await sandbox.close();
   }
