@@ -33,6 +33,8 @@ export function createShaper(target: Target): Shaper | undefined {
   let unreadable: string | undefined;
   try {
     sandbox = startSandbox(transformCodeOf(target), transformTimeoutOf(target));
+    // Compiled as the worker starts, not on its first event (a fault is that event's error).
+    void sandbox.compiled();
   } catch (err) {
     unreadable = (err as Error).message;
   }

@@ -1,5 +1,7 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { Worker } from 'node:worker_threads';
-import type { TransformEventMeta, ThreadAnswer, ThreadCall, ThreadData, ThreadStart, TransformFault } from './protocol';
+import type { TransformEventMeta, ThreadAnswer, ThreadCall, ThreadData, ThreadStart, TransformFault, WasmModule } from './protocol';
 import { sandboxThread } from './thread';
 
 /** QuickJS's heap per transform: a transform that needs more fails (`memory`). */
@@ -42,6 +44,14 @@ export interface Sandbox {
   close(): Promise<void>;
 }
 
+const { WebAssembly: Wasm } = globalThis as unknown as { WebAssembly: { compile(bytes: Uint8Array): Promise<WasmModule> } };
+let wasm: Promise<WasmModule> | undefined;
+/** QuickJS's WebAssembly, compiled once per process and shared by every sandbox thread. */
+function quickjsWasm(): Promise<WasmModule> {
+  wasm ??= Wasm.compile(readFileSync(path.join(path.dirname(require.resolve('@jitl/quickjs-wasmfile-release-sync')), 'emscripten-module.wasm')));
+  return wasm;
+}
+
 let modulePaths: ThreadData['modules'] | undefined;
 function modules(): ThreadData['modules'] {
   modulePaths ??= {
@@ -68,7 +78,7 @@ interface Pending {
  * interrupt, or by ending the thread, which is then started again for the next call).
  */
 export function startSandbox(code: TransformCode, timeoutMs: number): Sandbox {
-  const data: ThreadData = { modules: modules(), source: code.source, file: code.file, timeoutMs, memoryBytes: TRANSFORM_MEMORY_BYTES, stackBytes: STACK_BYTES };
+  const data: Omit<ThreadData, 'wasm'> = { modules: modules(), source: code.source, file: code.file, timeoutMs, memoryBytes: TRANSFORM_MEMORY_BYTES, stackBytes: STACK_BYTES };
   const queue: Pending[] = [];
   let worker: Worker | undefined;
   let ready: Promise<TransformFault | undefined> | undefined;
@@ -77,7 +87,15 @@ export function startSandbox(code: TransformCode, timeoutMs: number): Sandbox {
   let closed = false;
 
   function spawn(): Promise<TransformFault | undefined> {
-    const thread = new Worker(THREAD_SOURCE, { eval: true, workerData: data, resourceLimits: { maxOldGenerationSizeMb: THREAD_HEAP_MB }, stdout: true, stderr: true });
+    return quickjsWasm().then(
+      (module) => (closed ? { kind: 'crash', message: 'transform sandbox closed' } : startThread(module)),
+      (err: Error) => ({ kind: 'crash', message: `QuickJS's WebAssembly did not compile: ${err.message}` }),
+    );
+  }
+
+  function startThread(wasmModule: WasmModule): Promise<TransformFault | undefined> {
+    const workerData: ThreadData = { ...data, wasm: wasmModule };
+    const thread = new Worker(THREAD_SOURCE, { eval: true, workerData, resourceLimits: { maxOldGenerationSizeMb: THREAD_HEAP_MB }, stdout: true, stderr: true });
     thread.unref();
     // Nothing of the thread's own output reaches the service's log lines.
     thread.stdout.resume();

@@ -19,7 +19,8 @@ export function sandboxThread(): void {
   const data = workerData as ThreadData;
   const port = parentPort!;
   const quickjs = require(data.modules.quickjs) as typeof QuickJS;
-  const variant = (require(data.modules.variant) as { default: Parameters<typeof QuickJS.newQuickJSWASMModuleFromVariant>[0] }).default;
+  const base = (require(data.modules.variant) as { default: QuickJS.QuickJSSyncVariant }).default;
+  const variant = quickjs.newVariant(base, { wasmModule: data.wasm as never });
   const lossless = require(data.modules.lossless) as typeof LosslessJson;
   const losslessSource = readFileSync(data.modules.losslessUmd, 'utf8');
 
