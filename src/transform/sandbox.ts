@@ -11,8 +11,10 @@ const STACK_BYTES = 128 * 1024;
 /**
  * QuickJS checks its deadline between instructions; a long call into one built-in (filling a huge
  * array) does not look. Past the deadline and this margin, the thread is ended and started again.
+ * Generous: on a busy machine a thread can wait that long for a core, and the service's own event
+ * loop does not wait on the thread meanwhile.
  */
-const WATCHDOG_MARGIN_MS = 100;
+const WATCHDOG_MARGIN_MS = 1000;
 /** What the thread's own V8 heap may use (QuickJS's memory is outside it, bounded above). */
 const THREAD_HEAP_MB = 48;
 
