@@ -97,7 +97,8 @@ export function startSandbox(code: TransformCode, timeoutMs: number): Sandbox {
 
   function startThread(wasmModule: WasmModule): Promise<TransformFault | undefined> {
     const workerData: ThreadData = { ...data, wasm: wasmModule };
-    const thread = new Worker(THREAD_SOURCE, { eval: true, workerData, resourceLimits: { maxOldGenerationSizeMb: THREAD_HEAP_MB }, stdout: true, stderr: true });
+    // execArgv: none of the process's own (a loader such as ts-node, heap flags): the thread runs plain JavaScript within its own limits.
+    const thread = new Worker(THREAD_SOURCE, { eval: true, workerData, execArgv: [], resourceLimits: { maxOldGenerationSizeMb: THREAD_HEAP_MB }, stdout: true, stderr: true });
     thread.unref();
     // Nothing of the thread's own output reaches the service's log lines.
     thread.stdout.resume();
