@@ -12,6 +12,7 @@ import { runDrainPhase } from './phases/drain';
 import { runFixedRatePhase } from './phases/fixed-rate';
 import { ingestRound, runIngestPhase } from './phases/ingest';
 import { runSoakPhase } from './phases/soak';
+import { runTransformPhase } from './phases/transform';
 import { forwardingAvailable, killAllChildren, overrideServiceNodeFlags } from './harness/processes';
 import { newestProfile, summarizeProfile } from './harness/profile-summary';
 import { BenchRedis } from './harness/redis';
@@ -80,6 +81,7 @@ export async function runBench(options: BenchOptions, log: (line: string) => voi
       result.growth = { ...growth, serviceCostGrowth: costGrowth(result.drain, growth, 'service'), baselineCostGrowth: costGrowth(result.drain, growth, 'baseline') };
     }
     if (options.phases.has('soak')) result.soak = await runSoakPhase(ctx);
+    if (options.phases.has('transform')) result.transform = await runTransformPhase(ctx, options.drain.backlog, options.drain.rounds);
     result.meta.finishedAt = new Date().toISOString();
     result.meta.durationSec = Math.round((Date.now() - started) / 1000);
     result.rows = buildRows(result);

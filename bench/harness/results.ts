@@ -158,6 +158,16 @@ export interface TableRow {
   met: boolean | null;
 }
 
+/** The service's drain to one target with a typical transform beside the same target without one. */
+export interface TransformPhase {
+  backlog: number;
+  /** The best round of each (the highest rate). */
+  plain: MaybeDrain;
+  transformed: MaybeDrain;
+  /** Events/s of every round, in the order run. */
+  rounds?: { plain: number[]; transformed: number[] };
+}
+
 export interface BenchResult {
   meta: {
     startedAt: string;
@@ -174,6 +184,7 @@ export interface BenchResult {
   drain?: DrainPhase;
   growth?: DrainPhase & { serviceCostGrowth: number | null; baselineCostGrowth: number | null };
   soak?: SoakPhase;
+  transform?: TransformPhase;
   profile?: { file: string; totalMs: number; top: ProfileEntry[]; byPackage: { name: string; selfPct: number }[] };
   rows: TableRow[];
 }

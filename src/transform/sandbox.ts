@@ -74,19 +74,26 @@ interface Pending {
   reject(err: Error): void;
 }
 
+/** Calls handed to a thread at most, in batches: it runs them one after another, without waiting on this thread to send the next. */
+const MAX_SENT = 64;
+
 /**
- * A transform compiled once in its own thread and QuickJS runtime, called one event at a time: the
- * service's event loop never waits on it, and a call past its time limit is cut (by QuickJS's
- * interrupt, or by ending the thread, which is then started again for the next call).
+ * A transform compiled once in its own thread and QuickJS runtime, which runs its calls one after
+ * another: the service's event loop never waits on it, and a call past its time limit is cut (by
+ * QuickJS's interrupt, or by ending the thread, which is then started again for the next call).
  */
 export function startSandbox(code: TransformCode, timeoutMs: number): Sandbox {
   const data: Omit<ThreadData, 'wasm'> = { modules: modules(), source: code.source, file: code.file, timeoutMs, memoryBytes: TRANSFORM_MEMORY_BYTES, stackBytes: STACK_BYTES };
+  /** Calls not yet handed to a thread. */
   const queue: Pending[] = [];
+  /** Calls handed to the thread, oldest (the one it runs) first. */
+  const sent: Pending[] = [];
   let worker: Worker | undefined;
   let ready: Promise<TransformFault | undefined> | undefined;
-  let inFlight: (Pending & { timer: NodeJS.Timeout }) | undefined;
+  let watchdog: NodeJS.Timeout | undefined;
   let nextId = 0;
   let closed = false;
+  const failure = (fault: TransformFault) => new TransformError(fault, code.file);
 
   function spawn(): Promise<TransformFault | undefined> {
     return quickjsWasm().then(
@@ -104,74 +111,87 @@ export function startSandbox(code: TransformCode, timeoutMs: number): Sandbox {
     thread.stdout.resume();
     thread.stderr.resume();
     worker = thread;
-    const started = new Promise<TransformFault | undefined>((resolve) => {
+    let started = false;
+    return new Promise<TransformFault | undefined>((resolve) => {
       thread.once('message', (m: ThreadStart) => {
         if (!m.ready) return resolve(m.error);
         // Ready once a message has made the round trip: the thread's first moments (V8 finishing
         // QuickJS's WebAssembly) would otherwise count against the first event's time limit.
         thread.once('message', () => {
+          started = true;
           resolve(undefined);
-          thread.on('message', (answer: ThreadAnswer) => settle(thread, answer));
+          thread.on('message', (answers: ThreadAnswer[]) => settle(thread, answers));
         });
-        thread.postMessage({ id: 0, ping: true, event: { id: '', type: '', timestamp: '', environment: null, merchantId: null }, raw: '' } satisfies ThreadCall);
+        thread.postMessage([{ id: 0, ping: true, event: { id: '', type: '', timestamp: '', environment: null, merchantId: null }, raw: '' }] satisfies ThreadCall[]);
       });
       const lost = (err?: Error) => {
-        resolve({ kind: 'crash', message: `the sandbox thread failed: ${err?.message ?? 'exited'}` });
+        const fault: TransformFault = { kind: err && /memory/i.test(err.message) ? 'memory' : 'crash', message: `the sandbox thread failed: ${err?.message ?? 'exited'}` };
+        resolve(fault);
         if (worker !== thread) return;
         worker = undefined;
         ready = undefined;
-        if (inFlight) fail(inFlight, { kind: err && /memory/i.test(err.message) ? 'memory' : 'crash', message: `the sandbox thread failed: ${err?.message ?? 'exited'}` });
+        if (!started) {
+          // It never ran: the calls waiting for it fail; the next call starts a thread again.
+          for (const p of queue.splice(0)) p.reject(failure(fault));
+          return;
+        }
+        cut(fault);
       };
       thread.once('error', lost);
       thread.once('exit', () => lost());
     });
-    return started;
   }
 
-  function fail(p: Pending & { timer: NodeJS.Timeout }, fault: TransformFault): void {
-    clearTimeout(p.timer);
-    inFlight = undefined;
-    p.reject(new TransformError(fault, code.file));
+  /** The thread is gone while running the oldest call: that call fails; the others never ran, and go to the next thread. */
+  function cut(fault: TransformFault): void {
+    clearTimeout(watchdog);
+    const running = sent.shift();
+    queue.unshift(...sent.splice(0));
+    running?.reject(failure(fault));
     pump();
   }
 
-  function settle(thread: Worker, answer: ThreadAnswer): void {
-    if (thread !== worker || !inFlight || inFlight.call.id !== answer.id) return;
-    const p = inFlight;
-    clearTimeout(p.timer);
-    inFlight = undefined;
-    if ('error' in answer) p.reject(new TransformError(answer.error, code.file));
-    else p.resolve(answer.body);
+  /** The watchdog on the oldest call: QuickJS's interrupt answers at the deadline; a thread that does not is ended. */
+  function arm(): void {
+    clearTimeout(watchdog);
+    if (sent.length === 0) return;
+    const thread = worker;
+    watchdog = setTimeout(() => {
+      worker = undefined;
+      ready = undefined;
+      void thread?.terminate();
+      cut({ kind: 'timeout', message: `timed out after ${timeoutMs} ms` });
+    }, timeoutMs + WATCHDOG_MARGIN_MS);
+  }
+
+  function settle(thread: Worker, answers: ThreadAnswer[]): void {
+    if (thread !== worker) return;
+    for (const answer of answers) {
+      if (sent[0]?.call.id !== answer.id) continue;
+      const p = sent.shift()!;
+      if ('error' in answer) p.reject(failure(answer.error));
+      else p.resolve(answer.body);
+    }
+    arm();
     pump();
   }
 
   function pump(): void {
-    if (inFlight || closed || queue.length === 0) return;
+    if (closed || queue.length === 0 || sent.length >= MAX_SENT) return;
     ready ??= spawn();
-    const thread = worker;
-    void ready.then((fault) => {
-      if (inFlight || closed) return;
-      const p = queue.shift();
-      if (!p) return;
-      // Compiled with a fault (or the thread failed as it started): this call fails, the next one tries anew.
+    const current = ready;
+    void current.then((fault) => {
+      if (closed || ready !== current) return;
+      // Compiled with a fault: every call fails with it.
       if (fault) {
-        p.reject(new TransformError(fault, code.file));
-        return pump();
+        for (const p of queue.splice(0)) p.reject(failure(fault));
+        return;
       }
-      if (!thread || worker !== thread) {
-        queue.unshift(p);
-        return pump();
-      }
-      // The watchdog: QuickJS's interrupt answers at the deadline; a thread that does not is ended.
-      const timer = setTimeout(() => {
-        void thread.terminate();
-        worker = undefined;
-        ready = undefined;
-        fail(pending, { kind: 'timeout', message: `timed out after ${timeoutMs} ms` });
-      }, timeoutMs + WATCHDOG_MARGIN_MS);
-      const pending = { ...p, timer };
-      inFlight = pending;
-      thread.postMessage(p.call);
+      const batch = queue.splice(0, MAX_SENT - sent.length);
+      if (batch.length === 0) return;
+      if (sent.length === 0) arm();
+      sent.push(...batch);
+      worker!.postMessage(batch.map((p) => p.call));
     });
   }
 
@@ -189,8 +209,8 @@ export function startSandbox(code: TransformCode, timeoutMs: number): Sandbox {
     },
     async close() {
       closed = true;
-      for (const p of queue.splice(0)) p.reject(new Error('transform sandbox closed'));
-      if (inFlight) fail(inFlight, { kind: 'crash', message: 'transform sandbox closed' });
+      clearTimeout(watchdog);
+      for (const p of [...sent.splice(0), ...queue.splice(0)]) p.reject(new Error('transform sandbox closed'));
       const thread = worker;
       worker = undefined;
       await thread?.terminate();
