@@ -70,6 +70,7 @@ export function sandboxThread(): void {
     return v;
   };
 
+  const MAX_MESSAGE = 300;
   let deadline = Number.POSITIVE_INFINITY;
   const escaped = data.file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
   const frame = new RegExp(`${escaped}:(\\d+)`);
@@ -77,9 +78,10 @@ export function sandboxThread(): void {
   function faultOf(ctx: Context, handle: Handle, compiling: boolean): TransformFault {
     const e = ctx.dump(handle) as unknown;
     handle.dispose();
-    if (typeof e !== 'object' || e === null) return { kind: 'runtime', message: `threw ${JSON.stringify(e) ?? String(e)}` };
+    if (typeof e !== 'object' || e === null) return { kind: 'runtime', message: `threw ${JSON.stringify(e) ?? String(e)}`.replace(/[\u0000-\u001f\u007f]+/g, ' ').slice(0, MAX_MESSAGE) };
     const { name, message, stack, lineNumber } = e as { name?: string; message?: string; stack?: string; lineNumber?: number };
-    const text = `${name ?? 'Error'}: ${message ?? ''}`;
+    // Kept in the dead letter, the job's log and the error log line: one printable line, bounded.
+    const text = `${name ?? 'Error'}: ${message ?? ''}`.replace(/[\u0000-\u001f\u007f]+/g, ' ').slice(0, MAX_MESSAGE);
     const line = (compiling && name === 'SyntaxError' && typeof lineNumber === 'number') ? lineNumber : Number(frame.exec(stack ?? '')?.[1]) || undefined;
     const kind = message === 'interrupted' ? 'timeout' : message === 'out of memory' ? 'memory' : compiling ? 'compile' : 'runtime';
     // An interrupted call's frame names where its function starts, not where it was: no line.
