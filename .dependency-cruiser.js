@@ -11,6 +11,7 @@ const LAYERS = [
   'signature', // verifying the platform's signatures (pure)
   'signing', // signing as the platform does (the CLI's `send`, tests)
   'routing', // which targets get an event, its ordering key: planDeliveries
+  'transform', // targets' transforms: the sandbox threads (QuickJS) that run them, exact numbers
   'config', // the typed configuration, read and checked once
   'redis', // connections, TLS, coalesced writes, the Lua loader and BullMQ's embedded scripts
   'ordering', // the per-key sequences of ordered delivery

@@ -15,6 +15,7 @@ import { runSoakPhase } from './phases/soak';
 import { runAmqpPhase } from './phases/amqp';
 import { runTracingPhase } from './phases/tracing';
 import { runConsolePhase } from './phases/console';
+import { runTransformPhase } from './phases/transform';
 import { forwardingAvailable, killAllChildren, overrideServiceNodeFlags } from './harness/processes';
 import { newestProfile, summarizeProfile } from './harness/profile-summary';
 import { BenchRedis } from './harness/redis';
@@ -86,6 +87,7 @@ export async function runBench(options: BenchOptions, log: (line: string) => voi
     if (options.phases.has('amqp')) result.amqp = await runAmqpPhase(ctx);
     if (options.phases.has('tracing')) result.tracing = await runTracingPhase(ctx);
     if (options.phases.has('console')) result.console = await runConsolePhase(ctx);
+    if (options.phases.has('transform')) result.transform = await runTransformPhase(ctx, options.drain.backlog, options.drain.rounds);
     result.meta.finishedAt = new Date().toISOString();
     result.meta.durationSec = Math.round((Date.now() - started) / 1000);
     result.rows = buildRows(result);

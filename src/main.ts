@@ -9,6 +9,7 @@ import { createRedisConnector } from './redis/connect';
 import { startService } from './service';
 import { startTracing } from './tracing/start';
 import { maskedEndpoint, TracingConfigError, tracingSettings } from './tracing/settings';
+import { transformProblems } from './transform/check';
 
 /** What a shutdown may take beyond the receiver's and the workers' own bounds before the process leaves anyway. */
 const SHUTDOWN_MARGIN_MS = 5000;
@@ -24,6 +25,9 @@ async function main(): Promise<void> {
     const loaded = loadConfigDetailed(process.env);
     config = loaded.config;
     configWarnings = loaded.warnings;
+    // Every target's transform compiles, or the service does not start (the target, the file, the line).
+    const transforms = await transformProblems(config.targets);
+    if (transforms.length) throw new ConfigError(transforms);
     environments = config.role === 'worker' ? [] : loadEnvironments(config, { warn: (message, fields) => keyWarnings.push([message, fields]) });
     redis = createRedisConnector(config);
     tracingSettings(process.env);

@@ -41,6 +41,10 @@ function expectDrain(d: DrainPhase | undefined, backlog: number): void {
   }
 }
 
+function ratioOfRow(result: BenchResult, section: RegExp, metric: string) {
+  return result.rows.find((r) => section.test(r.section) && r.metric === metric)?.ratio;
+}
+
 it('when the harness runs in smoke mode, then every phase reports figures for the service and its baseline, with ratios', async () => {
   const options = benchOptions({ BENCH_SMOKE: '1', BENCH_RESULTS_DIR: resultsDir }, 'jest test/bench-smoke.test.ts');
   const { file, table } = await runBench(options, () => undefined);
@@ -73,6 +77,15 @@ it('when the harness runs in smoke mode, then every phase reports figures for th
     expect(multi.drain.targets).toBe(multi.targets);
     expect(multi.drain.delivered).toBe(options.drain.backlog * multi.targets);
     expect(multi.drain.deliveriesPerSec).toBeGreaterThan(multi.drain.eventsPerSec);
+  }
+
+  if (forwardingAvailable()) {
+    // The same backlog, to one target with a typical transform and without one: both delivered in full.
+    for (const d of [result.transform?.plain, result.transform?.transformed]) {
+      if (!d || 'skipped' in d) throw new Error('the transform phase did not run');
+      expect(d.delivered).toBe(options.drain.backlog);
+    }
+    expect(ratioOfRow(result, /^transform/, 'events/s delivered, with a transform vs without')).toEqual(expect.any(Number));
   }
 
   for (const soak of [result.soak?.service, result.soak?.baseline]) {

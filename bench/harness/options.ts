@@ -2,7 +2,7 @@ import path from 'node:path';
 import { projectRoot } from '../../src/config/project-root';
 import { EVENT_TYPES } from '../../src/model/event-table';
 
-export const PHASES = ['ingest', 'fixedRate', 'drain', 'growth', 'soak', 'amqp', 'tracing', 'console'] as const;
+export const PHASES = ['ingest', 'fixedRate', 'drain', 'growth', 'soak', 'amqp', 'tracing', 'console', 'transform'] as const;
 export type PhaseName = (typeof PHASES)[number];
 
 /** Everything a run can vary; `npm run bench -- --smoke` or BENCH_* environment variables pick the values. */

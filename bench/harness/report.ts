@@ -11,6 +11,8 @@ export const TARGETS = {
   drainRatio: 0.8,
   /** Ingest with tracing on (every span sampled and exported) against off, in the same run. */
   tracingIngestRatio: 0.8,
+  /** A target with a typical transform against the same target without one. */
+  transformRatio: 0.6,
   rssUnderLoadMB: 200,
   /** Per-event drain cost at 10x the backlog over the cost at 1x: flat means within 10 %. */
   growthCost: 1.1,
@@ -135,6 +137,17 @@ export function buildRows(res: BenchResult): TableRow[] {
     }
   };
   drainRows('drain', res.drain);
+  if (res.transform) {
+    const t = res.transform;
+    const p = drained(t.plain);
+    const x = drained(t.transformed);
+    const sec = `transform (service drain, ${t.backlog.toLocaleString('en-US')} events, one target)`;
+    const q = ratio(x?.eventsPerSec, p?.eventsPerSec);
+    // "service" is the target with a transform, "baseline" the same target without one.
+    row(sec, 'events/s delivered, with a transform vs without', x?.eventsPerSec ?? skippedText(t.transformed), p?.eventsPerSec ?? skippedText(t.plain), `>= ${TARGETS.transformRatio}x`, x ? typeof q === 'number' && q >= TARGETS.transformRatio : null);
+    row(sec, 'CPU ms per delivery (drainer)', x?.cpuMsPerDelivery, p?.cpuMsPerDelivery);
+    row(sec, 'RSS max, MB (drainer)', x?.rssMaxMB, p?.rssMaxMB);
+  }
   if (res.growth) {
     drainRows('growth', res.growth);
     const g = res.growth;

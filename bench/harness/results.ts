@@ -167,6 +167,16 @@ export interface TracingPhase {
   exportedMB: number;
 }
 
+/** The service's drain to one target with a typical transform beside the same target without one. */
+export interface TransformPhase {
+  backlog: number;
+  /** The best round of each (the highest rate). */
+  plain: MaybeDrain;
+  transformed: MaybeDrain;
+  /** Events/s of every round, in the order run. */
+  rounds?: { plain: number[]; transformed: number[] };
+}
+
 export interface BenchResult {
   meta: {
     startedAt: string;
@@ -186,6 +196,7 @@ export interface BenchResult {
   amqp?: AmqpPhase;
   tracing?: TracingPhase;
   console?: ConsolePhase;
+  transform?: TransformPhase;
   profile?: { file: string; totalMs: number; top: ProfileEntry[]; byPackage: { name: string; selfPct: number }[] };
   rows: TableRow[];
 }

@@ -13,12 +13,12 @@ export const ORDER_FIELD = 'bench_key';
  * ordered by `data.bench_key` (the backlog spreads its events over that many keys). With `count` > 1,
  * that many targets, each at its own path of the sink (`/hook/t1`...), which counts a delivery per
  * path. The backlog's producer fans out to the same targets as the worker that drains it, as a
- * receiver would.
+ * receiver would. `extra`: more settings of each target (a transform).
  */
-export function benchTargets(sinkUrl: string, concurrency: number, orderKeys = 0, count = 1): Record<string, unknown>[] {
+export function benchTargets(sinkUrl: string, concurrency: number, orderKeys = 0, count = 1, extra: Record<string, unknown> = {}): Record<string, unknown>[] {
   const order = orderKeys > 0 ? { order: { key: `data.${ORDER_FIELD}` } } : {};
-  if (count === 1) return [{ name: 'sink', url: sinkUrl, events: ['*'], concurrency, format: 'standard', ...order }];
-  return Array.from({ length: count }, (_, i) => ({ name: `sink${i + 1}`, url: `${sinkUrl}/t${i + 1}`, events: ['*'], concurrency, format: 'standard', ...order }));
+  if (count === 1) return [{ name: 'sink', url: sinkUrl, events: ['*'], concurrency, format: 'standard', ...order, ...extra }];
+  return Array.from({ length: count }, (_, i) => ({ name: `sink${i + 1}`, url: `${sinkUrl}/t${i + 1}`, events: ['*'], concurrency, format: 'standard', ...order, ...extra }));
 }
 
 /**
@@ -41,9 +41,9 @@ export class Workdir {
   }
 
   /** The service's CONFIG_FILE: the targets of {@link benchTargets}. */
-  writeServiceConfig(sinkUrl: string, concurrency: number, orderKeys = 0, count = 1): string {
+  writeServiceConfig(sinkUrl: string, concurrency: number, orderKeys = 0, count = 1, extra: Record<string, unknown> = {}): string {
     const file = this.file('service.yaml');
-    const config = { targets: benchTargets(sinkUrl, concurrency, orderKeys, count) };
+    const config = { targets: benchTargets(sinkUrl, concurrency, orderKeys, count, extra) };
     writeFileSync(file, stringify(config));
     return file;
   }

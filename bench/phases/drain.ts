@@ -19,11 +19,11 @@ export const ORDERED_DRAIN_KEYS = 1000;
 /** The service's multi-target drain: the same backlog fanned out to this many targets. */
 export const MULTI_TARGETS = 3;
 
-async function startDrainer(ctx: BenchContext, kind: Kind, prefix: string, label: string, orderKeys: number, targetCount: number): Promise<Subject> {
+async function startDrainer(ctx: BenchContext, kind: Kind, prefix: string, label: string, orderKeys: number, targetCount: number, extra: Record<string, unknown>): Promise<Subject> {
   if (kind === 'baseline') {
     return startRawWorkerProcess({ redisUrl: ctx.redis.url, prefix, sinkUrl: ctx.sink.url, concurrency: ctx.options.drain.rawWorkerConcurrency });
   }
-  const configFile = ctx.workdir.writeServiceConfig(ctx.sink.url, ctx.options.drain.targetConcurrency, orderKeys, targetCount);
+  const configFile = ctx.workdir.writeServiceConfig(ctx.sink.url, ctx.options.drain.targetConcurrency, orderKeys, targetCount, extra);
   return startService({
     redisUrl: ctx.redis.url,
     publicKeyFile: ctx.workdir.publicKeyFile,
@@ -40,13 +40,14 @@ async function startDrainer(ctx: BenchContext, kind: Kind, prefix: string, label
  * ROLE=worker, or the raw worker) and times the sink receiving all of them. Afterwards: what Redis
  * still holds right after the drain, once retention has removed completed jobs, and once the keys
  * with a TTL (de-duplication, request-id index) have gone too, each against its starting level.
+ * `extra`: more settings of the service's target (a transform).
  */
-export async function drainRun(ctx: BenchContext, kind: Kind, backlog: number, label: string, orderKeys = 0, targetCount = 1): Promise<MaybeDrain> {
+export async function drainRun(ctx: BenchContext, kind: Kind, backlog: number, label: string, orderKeys = 0, targetCount = 1, extra: Record<string, unknown> = {}): Promise<MaybeDrain> {
   await ctx.redis.flush();
   await ctx.sink.reset();
   const prefix = `${label}${kind}`;
   const redisStart = await ctx.redis.usedMemory();
-  const targets = benchTargets(ctx.sink.url, ctx.options.drain.targetConcurrency, orderKeys, targetCount);
+  const targets = benchTargets(ctx.sink.url, ctx.options.drain.targetConcurrency, orderKeys, targetCount, extra);
   // One delivery per event and target: the sink counts each target's apart.
   const deliveries = backlog * targetCount;
   const { seconds: enqueueSec } = await enqueueBacklog(kind, ctx.redis.url, prefix, backlog, { targets, orderKeys });
@@ -54,7 +55,7 @@ export async function drainRun(ctx: BenchContext, kind: Kind, backlog: number, l
   ctx.log(`${label} ${kind}: ${backlog} events queued in ${enqueueSec.toFixed(1)} s, ${((redisQueued - redisStart) / backlog).toFixed(0)} B each`);
 
   const spawnedAt = Date.now();
-  const subject = await startDrainer(ctx, kind, prefix, `${label}-${kind}`, orderKeys, targetCount);
+  const subject = await startDrainer(ctx, kind, prefix, `${label}-${kind}`, orderKeys, targetCount, extra);
   const rss = new RssSampler(subject.pid, 500);
   const cpuAtStart = { subject: cpuMsOf(subject.pid), redis: cpuMsOf(ctx.redis.pid) };
   const drained = (async () => {
@@ -122,13 +123,13 @@ export async function drainRun(ctx: BenchContext, kind: Kind, backlog: number, l
 }
 
 /** The best round counts: a neighbour's load only ever makes a round slower. */
-function best(runs: MaybeDrain[]): MaybeDrain {
+export function best(runs: MaybeDrain[]): MaybeDrain {
   const done = runs.filter((r): r is DrainFigures => !('skipped' in r));
   if (done.length === 0) return runs[0] ?? { skipped: 'no round ran' };
   return done.reduce((a, b) => (b.eventsPerSec > a.eventsPerSec ? b : a));
 }
 
-const rateOf = (d: MaybeDrain): number => ('skipped' in d ? Number.NaN : d.eventsPerSec);
+export const rateOf = (d: MaybeDrain): number => ('skipped' in d ? Number.NaN : d.eventsPerSec);
 
 /**
  * The raw worker and the service drain the same backlog to one target, `rounds` times each,

@@ -6,6 +6,7 @@ import type { OperatorContext } from './operator-context';
 import { deadLetterCommand } from './commands/dead-letters';
 import { eventCommand, quarantineCommand, queuesCommand, targetCommand } from './commands/operations';
 import { keygen } from './commands/keygen';
+import { transformTestCommand } from './commands/transform';
 import { listenCommand } from './commands/listen';
 import { parseEventTypes, sendNotification } from './commands/send';
 import { cliFailure, errorCode } from './errors';
@@ -31,7 +32,11 @@ test notifications:
 
 configuration:
   config check                       validate the configuration as the service would, print it with
-                                     secrets masked, and warn about risky settings (asks Redis too)
+                                     secrets masked, and warn about risky settings (asks Redis too);
+                                     runs each transform on the built-in sample of each event type
+  transform test --target T (--event <event id> | --file body.json --type <event type>)
+                                     what target T would be sent for that event (its transform's
+                                     result, headers with the signature masked), or the error
 
 the merchant's side:
   listen --secret whsec_… [options]  receive forwarded events locally, verify their signature, print each one
@@ -107,12 +112,15 @@ async function dispatch(argv: string[], io: CliIo): Promise<number> {
     case 'config':
       if (rest[0] !== 'check') break;
       return configCheckCommand(io.env, io.out);
+    case 'transform':
+      if (rest[0] !== 'test') break;
+      return transformTestCommand(io.env, rest.slice(1), io.out, () => operator(io, useDefaults));
     case 'help':
     case '--help':
       io.out(USAGE);
       return 0;
   }
-  io.out(command === undefined ? USAGE : `unknown command "${command === 'config' ? `config ${rest.join(' ')}`.trim() : command}"\n${USAGE}`);
+  io.out(command === undefined ? USAGE : `unknown command "${command === 'config' || command === 'transform' ? `${command} ${rest.join(' ')}`.trim() : command}"\n${USAGE}`);
   return 2;
 }
 

@@ -6,6 +6,7 @@ import { withTargetEnvironments } from './environments';
 import { projectRoot } from './project-root';
 import { ConfigError } from './errors';
 import { configSchema, type Config } from './schema';
+import { readTransformSources } from './transforms';
 import { findUnknownKeys } from './unknown-keys';
 
 export const DEFAULTS_FILE = path.join(projectRoot(), 'config', 'default.yaml');
@@ -110,6 +111,8 @@ export function loadConfigDetailed(env: Env, defaultsFile = DEFAULTS_FILE): Load
   }
   if (problems.length || !result.success) throw new ConfigError(problems);
   const { config, defaulted } = withTargetEnvironments(result.data);
+  const unreadable = readTransformSources(config.targets);
+  if (unreadable.length) throw new ConfigError(unreadable.map((u) => describeProblem(['targets', u.index, 'transform'], u.message, originOf(['targets', u.index, 'transform']))));
   const warnings = defaulted.length
     ? [`targets ${defaulted.join(', ')} name no environments: with several configured they take production events only; say environments: [...] to choose`]
     : [];

@@ -7,6 +7,7 @@ import type { DeliveryResult } from '../model/jobs';
 import type { OutgoingRequest } from './build-request';
 import type { Target } from '../model/target-schema';
 import { stripControl } from '../logging/printable';
+import { TransformDeliveryError } from './transform-step';
 
 const EXCERPT_BYTES = 512;
 const ALWAYS_RETRIED = new Set([408, 429]);
@@ -30,7 +31,7 @@ export class PermanentDeliveryError extends UnrecoverableError {
 
 /** What an attempt met, when it failed in a way we recognise; an unexpected error has no facts. */
 export function failureFacts(err: unknown): FailureFacts | undefined {
-  if (err instanceof PermanentDeliveryError || err instanceof TransientDeliveryError) return err.facts;
+  if (err instanceof PermanentDeliveryError || err instanceof TransientDeliveryError || err instanceof TransformDeliveryError) return err.facts;
   return undefined;
 }
 

@@ -10,11 +10,12 @@ export interface OutgoingRequest {
 
 /**
  * `standard`: Standard Webhooks JSON whose `data` is the platform's body spliced in as received (no
- * re-serialisation, so unknown fields and number formats survive), signed with the target's secrets.
+ * re-serialisation, so unknown fields and number formats survive), signed with the target's secrets;
+ * or, given `transformed` (what the target's transform returned), that body with the same headers.
  * `passthrough`: the platform's bytes and signature headers, unchanged, for a system that verifies the
  * platform's signature itself; `x-forwarded-uri` tells it which request target was signed.
  */
-export function buildRequest(job: DeliveryJob, target: Target, sign: RequestSigner | undefined, now: Date): OutgoingRequest {
+export function buildRequest(job: DeliveryJob, target: Target, sign: RequestSigner | undefined, now: Date, transformed?: string): OutgoingRequest {
   // The bytes as received: the stored string itself when they are UTF-8, decoded only when they are not.
   const raw = job.rawBodyEncoding === 'utf8' ? job.rawBody : decodeRawBody(job);
   if (target.format === 'passthrough') {
@@ -34,8 +35,8 @@ export function buildRequest(job: DeliveryJob, target: Target, sign: RequestSign
     }
     return { headers, body: raw };
   }
-  const head = `{"id":${JSON.stringify(job.eventId)},"type":${JSON.stringify(job.eventType)},"timestamp":${JSON.stringify(job.receivedAt)},${envelopeProvenance(job)}"data":`;
-  const body = typeof raw === 'string' ? `${head}${raw}}` : Buffer.concat([Buffer.from(head), raw, Buffer.from('}')]);
+  // A target's transform gives the whole body in place of the envelope; the headers and signature are the same.
+  const body = transformed ?? envelope(job, raw);
   const headers: Record<string, string> = {
     ...target.headers,
     'content-type': 'application/json',
@@ -46,6 +47,11 @@ export function buildRequest(job: DeliveryJob, target: Target, sign: RequestSign
   if (job.merchantId) headers['x-merch-id'] = job.merchantId;
   Object.assign(headers, provenanceHeaders(job));
   return { headers, body };
+}
+
+function envelope(job: DeliveryJob, raw: string | Buffer): string | Buffer {
+  const head = `{"id":${JSON.stringify(job.eventId)},"type":${JSON.stringify(job.eventType)},"timestamp":${JSON.stringify(job.receivedAt)},${envelopeProvenance(job)}"data":`;
+  return typeof raw === 'string' ? `${head}${raw}}` : Buffer.concat([Buffer.from(head), raw, Buffer.from('}')]);
 }
 
 /**

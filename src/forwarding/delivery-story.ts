@@ -1,5 +1,5 @@
 import type { Job } from 'bullmq';
-import type { DeliveryFailure, DeliveryJob, DeliveryResult, SeriesStart, SeriesTrigger } from '../model/jobs';
+import { isDropped, type DeliveryFailure, type DeliveryJob, type DeliveryResult, type SeriesStart, type SeriesTrigger } from '../model/jobs';
 
 /**
  * The whole story of one delivery (an event to one target), kept in its job's log, which BullMQ keeps
@@ -13,7 +13,16 @@ import type { DeliveryFailure, DeliveryJob, DeliveryResult, SeriesStart, SeriesT
 /** A delivered attempt as the log keeps it once a later series would clear the job's return value. */
 export type DeliveredAttempt = DeliveryResult & { outcome: 'delivered'; at: string; attempt: number; target: string };
 
-export type AttemptView = ((DeliveryFailure & { outcome: 'failed' }) | DeliveredAttempt) & {
+/** An attempt whose transform returned null: nothing was sent, and the delivery is done. */
+export interface DroppedAttempt {
+  outcome: 'dropped';
+  at: string;
+  attempt: number;
+  target: string;
+  latencyMs: number;
+}
+
+export type AttemptView = ((DeliveryFailure & { outcome: 'failed' }) | DeliveredAttempt | DroppedAttempt) & {
   /** Which series (1 for the first) the attempt belongs to; `attempt` counts from 1 again in each. */
   series: number;
 };
@@ -28,7 +37,7 @@ export interface SeriesView {
   attempts: AttemptView[];
 }
 
-type LogEntry = SeriesStart | DeliveredAttempt | DeliveryFailure;
+type LogEntry = SeriesStart | DeliveredAttempt | DroppedAttempt | DeliveryFailure;
 
 function isSeriesStart(e: LogEntry): e is SeriesStart {
   return 'series' in e && 'by' in e;
@@ -41,7 +50,10 @@ function isSeriesStart(e: LogEntry): e is SeriesStart {
  */
 export async function markSeriesStart(job: Job<DeliveryJob>, trigger: SeriesStart['series'], by: string): Promise<void> {
   const returned = job.returnvalue as DeliveryResult | null | undefined;
-  if (returned && typeof returned.latencyMs === 'number' && job.finishedOn) {
+  if (isDropped(returned) && job.finishedOn) {
+    const dropped: DroppedAttempt = { outcome: 'dropped', at: new Date(job.finishedOn).toISOString(), attempt: job.attemptsMade, target: job.data.target, latencyMs: returned.latencyMs };
+    await job.log(JSON.stringify(dropped));
+  } else if (returned && typeof returned.latencyMs === 'number' && job.finishedOn) {
     const delivered: DeliveredAttempt = {
       ...(returned.status === undefined ? {} : { status: returned.status }),
       ...(returned.confirmed === undefined ? {} : { confirmed: returned.confirmed }),
@@ -82,14 +94,16 @@ export function deliveryStory(
     if (isSeriesStart(entry)) {
       current = { n: series.length + 1, trigger: entry.series, by: entry.by, at: entry.at, attempts: [] };
       series.push(current);
-    } else if ('outcome' in entry && entry.outcome === 'delivered') {
+    } else if ('outcome' in entry && (entry.outcome === 'delivered' || entry.outcome === 'dropped')) {
       current.attempts.push({ ...entry, series: current.n });
     } else {
       current.attempts.push({ ...(entry as DeliveryFailure), outcome: 'failed', series: current.n });
     }
   }
   const returned = job.returnvalue as DeliveryResult | null | undefined;
-  if (state === 'completed' && returned && job.finishedOn) {
+  if (state === 'completed' && isDropped(returned) && job.finishedOn) {
+    current.attempts.push({ outcome: 'dropped', at: new Date(job.finishedOn).toISOString(), attempt: job.attemptsMade, target: job.data.target, latencyMs: returned.latencyMs, series: current.n });
+  } else if (state === 'completed' && returned && job.finishedOn) {
     current.attempts.push({ ...returned, outcome: 'delivered', at: new Date(job.finishedOn).toISOString(), attempt: job.attemptsMade, target: job.data.target, series: current.n });
   }
   return series;

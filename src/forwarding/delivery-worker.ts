@@ -4,11 +4,12 @@ import type { Logger } from '../logging/logger';
 import type { Metrics } from '../monitoring/metrics';
 import { failureFacts, type AttemptSuccess } from './attempt';
 import { deliveryBackoff } from './backoff';
-import type { DeliveryFailure, DeliveryJob } from '../model/jobs';
+import type { DeliveryFailure, DeliveryJob, DroppedDelivery } from '../model/jobs';
 import { deliveryQueueName } from '../model/names';
 import { buildRequest, type OutgoingRequest } from './build-request';
 import { createSigner } from './signer';
 import { createTransport } from './transport';
+import { createShaper } from './transform-step';
 import { maskHeaders } from '../logging/mask-headers';
 import type { Target } from '../model/target-schema';
 import type { Sequencer } from '../ordering/sequencer';
@@ -33,6 +34,8 @@ export interface WorkerDeps {
 export function createDeliveryWorker(target: Target, deps: WorkerDeps, sequencer?: Sequencer): { worker: Worker; close(ms?: number): Promise<void> } {
   const transport = createTransport(target);
   const sign = createSigner(target);
+  // Only a target with a transform has one: the others build their request exactly as before.
+  const shaper = createShaper(target);
   const { logger, metrics } = deps;
   const series = metrics.target(target.name);
 
@@ -44,7 +47,7 @@ export function createDeliveryWorker(target: Target, deps: WorkerDeps, sequencer
     );
   }
 
-  const processor = async (job: Job<DeliveryJob>, token?: string): Promise<AttemptSuccess> => {
+  const processor = async (job: Job<DeliveryJob>, token?: string): Promise<AttemptSuccess | DroppedDelivery> => {
     // A job added to wait (no delay) headed its key's sequence when it was received, and nothing can
     // get ahead of it (sequences only grow at the end): only a parked one has to ask for its turn.
     if (sequencer && job.data.orderKey !== undefined && job.opts.delay) {
@@ -60,7 +63,21 @@ export function createDeliveryWorker(target: Target, deps: WorkerDeps, sequencer
     const span = tracing.attempt({ trace: job.data.trace, target: target.name, eventId, eventType, attempt });
     let req: OutgoingRequest | undefined;
     try {
-      req = buildRequest(job.data, target, sign, new Date());
+      if (shaper) {
+        const started = performance.now();
+        const body = await shaper.shape(job.data);
+        if (body === null) {
+          const dropped: DroppedDelivery = { dropped: 'transform', latencyMs: Math.round(performance.now() - started) };
+          span?.dropped(dropped.latencyMs);
+          await advance(job, 'delivered');
+          metrics.deliveries.labels(target.name, eventType, 'dropped').inc();
+          logger.record('info', 'dropped by the transform', { eventId, eventType, target: target.name, attempt });
+          return dropped;
+        }
+        req = buildRequest(job.data, target, sign, new Date(), body);
+      } else {
+        req = buildRequest(job.data, target, sign, new Date());
+      }
       // Set on the message itself, so every transport carries it into the merchant's system.
       span?.inject(req.headers);
       const result = await transport.send(req, job.data);
@@ -106,7 +123,7 @@ export function createDeliveryWorker(target: Target, deps: WorkerDeps, sequencer
     }
   };
 
-  const worker = new Worker<DeliveryJob, AttemptSuccess>(deliveryQueueName(target.name), processor, {
+  const worker = new Worker<DeliveryJob, AttemptSuccess | DroppedDelivery>(deliveryQueueName(target.name), processor, {
     connection: deps.connection,
     prefix: deps.prefix,
     concurrency: target.concurrency,
@@ -120,6 +137,8 @@ export function createDeliveryWorker(target: Target, deps: WorkerDeps, sequencer
   return {
     worker,
     /** Lets requests under way end within `ms`, then cuts them (their jobs are retried). */
-    close: (ms = 1000) => transport.close(ms),
+    close: async (ms = 1000) => {
+      await Promise.all([transport.close(ms), shaper?.close()]);
+    },
   };
 }

@@ -15,8 +15,8 @@ export interface SeriesStart {
 }
 
 /** What kind of failure an attempt met, in words an operator can act on. */
-/** How an attempt failed; `unroutable`, `no_stream` and `broker` are a message broker's refusals. */
-export type ErrorClass = 'http_status' | 'timeout' | 'connection_refused' | 'connection_reset' | 'dns' | 'tls' | 'network' | 'unroutable' | 'no_stream' | 'broker';
+/** How an attempt failed; `unroutable`, `no_stream` and `broker` are a message broker's refusals, `transform_error` the target's transform's. */
+export type ErrorClass = 'http_status' | 'timeout' | 'connection_refused' | 'connection_reset' | 'dns' | 'tls' | 'network' | 'unroutable' | 'no_stream' | 'broker' | 'transform_error';
 
 interface ReceivedNotification {
   /** Deterministic: the same event type and body always give the same id. */
@@ -111,12 +111,22 @@ export interface DeliveryResult {
   confirmed?: string;
 }
 
+/** What a delivery returns when the target's transform returned null: nothing was sent. */
+export interface DroppedDelivery {
+  dropped: 'transform';
+  latencyMs: number;
+}
+
+export function isDropped(result: unknown): result is DroppedDelivery {
+  return typeof result === 'object' && result !== null && (result as Partial<DroppedDelivery>).dropped === 'transform';
+}
+
 /** One failed attempt, as data: in the job's log, the admin API's event view and the dead letter. */
 export interface DeliveryFailure {
   at: string;
   attempt: number;
   target?: string;
-  /** http_status, timeout, connection_refused, connection_reset, dns, tls, network, unroutable, no_stream, broker; absent for an unexpected error. */
+  /** http_status, timeout, connection_refused, connection_reset, dns, tls, network, unroutable, no_stream, broker, transform_error; absent for an unexpected error. */
   errorClass?: ErrorClass;
   status?: number;
   /** The readable summary, also the job's failedReason. */

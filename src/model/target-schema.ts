@@ -82,6 +82,13 @@ const targetFields = z.object({
    * `X-Merch-Id` header); an event without it is delivered unordered. `onDeadLetter`: `block` (later
    * deliveries of the key wait until the dead letter is replayed, discarded or released) or `skip`.
    */
+  /**
+   * Reshapes each event before it is sent: JavaScript source defining `function transform(event)`,
+   * inline or `file:<path>`. It runs in a sandbox and returns the body to send, or null to send nothing.
+   */
+  transform: z.string().min(1).optional(),
+  /** The transform's time limit per event, milliseconds. @defaultValue 50 */
+  transformTimeoutMs: z.number().int().min(1).max(1000).optional(),
   order: z
     .object({
       key: z.string().regex(/^[A-Za-z0-9_$-]+(\.[A-Za-z0-9_$-]+)*$/, 'a dotted path into the body, e.g. data.request_id, or merchantId'),
@@ -120,12 +127,21 @@ export const targetSchema = targetFields.superRefine((t, ctx) => {
       });
     }
   }
+  if (t.transform !== undefined && t.format === 'passthrough') {
+    ctx.addIssue({ code: 'custom', path: ['transform'], message: `target "${t.name}": a transform replaces the body, so it takes format: standard (passthrough sends the platform's bytes unchanged)` });
+  }
   for (const problem of t.filter ? filterProblems(t.filter) : []) {
     ctx.addIssue({ code: 'custom', path: ['filter'], message: `target "${t.name}": ${problem}` });
   }
 });
 
-export type Target = z.infer<typeof targetSchema>;
+export type Target = z.infer<typeof targetSchema> & {
+  /**
+   * The transform's text as the configuration loader read it (a `file:` transform's file), with the
+   * name its errors give it; in the target's JSON, so a reload sees an edited file as a changed target.
+   */
+  transformSource?: { text: string; file: string };
+};
 
 export function subscribes(target: Target, eventType: string): boolean {
   return target.events.some((e) => e === '*' || e === eventType);

@@ -104,7 +104,7 @@ export function createMetrics(registry = new Registry(), withDefaults = true, { 
   });
   const deliveries = new Counter({
     name: 'webhook_deliveries_total',
-    help: 'Delivery attempts to targets, by target and outcome (delivered, retry, dead_lettered)',
+    help: 'Delivery attempts to targets, by target and outcome (delivered, retry, dead_lettered, dropped by the target\'s transform)',
     labelNames: ['target', 'event_type', 'outcome'] as const,
     registers: [registry],
   });

@@ -1,6 +1,6 @@
 import { filteredTargetsOf } from '../forwarding/fanout-result';
 import { deliveryStory, type AttemptView, type SeriesView } from '../forwarding/delivery-story';
-import type { DeliveryFailure } from '../model/jobs';
+import { isDropped, type DeliveryFailure } from '../model/jobs';
 import { eventDefinition } from '../model/event-table';
 import type { EventCopies, EventLookup, FoundEvent } from '../pipeline/lookup';
 import type { QueueRegistry } from '../pipeline/queue-registry';
@@ -10,7 +10,10 @@ import { traceIdOf } from '../tracing/traceparent';
 
 export interface DeliveryView {
   target: string;
-  /** The delivery job's BullMQ state, or `filtered`: the target's filter left the event out, so it has no job. */
+  /**
+   * The delivery job's BullMQ state; `filtered`: the target's filter left the event out, so it has no
+   * job; `dropped`: the target's transform returned null, so nothing was sent.
+   */
   state: string;
   attemptsMade: number;
   deliveredAt?: string;
@@ -60,11 +63,12 @@ async function deliveryView(target: string, queue: DeliveryQueue, eventId: strin
   const series = deliveryStory(job, state, logs.logs);
   const attempts = series.flatMap((s) => s.attempts);
   const failedAttempts = attempts.filter((a): a is Extract<AttemptView, { outcome: 'failed' }> => a.outcome === 'failed').map(({ outcome: _o, series: _s, ...f }) => f);
+  const dropped = state === 'completed' && isDropped(job.returnvalue);
   return {
     target,
-    state,
+    state: dropped ? 'dropped' : state,
     attemptsMade: job.attemptsMade,
-    deliveredAt: state === 'completed' && job.finishedOn ? new Date(job.finishedOn).toISOString() : undefined,
+    deliveredAt: state === 'completed' && !dropped && job.finishedOn ? new Date(job.finishedOn).toISOString() : undefined,
     result: job.returnvalue ?? undefined,
     failedReason: job.failedReason || undefined,
     failedAttempts,

@@ -75,6 +75,8 @@ interface Delivery {
   attemptsMade: number;
   timestamp: number;
   processedOn?: number;
+  /** What a completed delivery returned (a transform's drop says so). */
+  returnvalue?: unknown;
 }
 
 /** A delivery the list may show: where it came from and the time it sorts by; `delivery` once read. */
@@ -144,16 +146,16 @@ function matches(row: SearchRow, q: SearchQuery): boolean {
 async function readDeliveries(redis: Pipeline['redis'], candidates: readonly Candidate[]): Promise<void> {
   if (candidates.length === 0) return;
   const batch = redis.pipeline();
-  for (const c of candidates) batch.hmget(c.queue.toKey(c.id), 'data', 'timestamp', 'processedOn', 'atm');
+  for (const c of candidates) batch.hmget(c.queue.toKey(c.id), 'data', 'timestamp', 'processedOn', 'atm', 'returnvalue');
   const answers = (await batch.exec()) ?? [];
   candidates.forEach((c, i) => {
     const [err, fields] = answers[i] ?? [];
-    const [data, timestamp, processedOn, atm] = (err ? [] : (fields as (string | null)[])) ?? [];
+    const [data, timestamp, processedOn, atm, returnvalue] = (err ? [] : (fields as (string | null)[])) ?? [];
     if (!data) return;
     try {
       const parsed = JSON.parse(data) as DeliveryJob;
       if (typeof parsed?.eventId !== 'string') return;
-      c.delivery = { data: parsed, attemptsMade: Number(atm ?? 0), timestamp: Number(timestamp ?? 0), ...(processedOn ? { processedOn: Number(processedOn) } : {}) };
+      c.delivery = { data: parsed, attemptsMade: Number(atm ?? 0), timestamp: Number(timestamp ?? 0), ...(processedOn ? { processedOn: Number(processedOn) } : {}), ...(returnvalue ? { returnvalue: JSON.parse(returnvalue) as unknown } : {}) };
     } catch {
       // not a delivery job: skipped
     }
@@ -297,7 +299,7 @@ export function createEventSearch(pipeline: Pipeline) {
         }
         atLast.push(`${c.target}/${c.id}`);
         if (!c.delivery) continue;
-        const deliveryState = deliveryStateOf(c.bullState, { attemptsMade: c.delivery.attemptsMade, data: c.delivery.data }, paused.get(c.target) ?? false);
+        const deliveryState = deliveryStateOf(c.bullState, c.delivery, paused.get(c.target) ?? false);
         for (const row of rowsOf(c.target, c.delivery, deliveryState, c.time)) {
           const key = `${row.target}/${row.eventId}`;
           if (seen.has(key) || !matches(row, query)) continue;

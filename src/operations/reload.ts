@@ -7,6 +7,7 @@ import { writeAudit, type Actor } from '../logging/audit';
 import type { Logger } from '../logging/logger';
 import type { QueueRegistry } from '../pipeline/queue-registry';
 import { ServiceError } from '../model/errors';
+import { transformProblems } from '../transform/check';
 
 export interface ReloadResult {
   added: string[];
@@ -40,7 +41,7 @@ export interface ReloaderDeps {
 }
 
 /**
- * Re-reads the configuration with the same loader and checks as at start. Targets take effect at
+ * Re-reads the configuration with the same loader and checks as at start (every transform compiles). Targets take effect at
  * once (the pipeline's target list, which the fan-out reads per event, and the delivery workers);
  * a removed target's queue and dead letters stay in Redis, and deliveries already made for it stay
  * queued. Any other setting that changed is reported as needing a restart and left as it runs.
@@ -55,6 +56,8 @@ export function createReloader(deps: ReloaderDeps) {
     try {
       next = loadConfig(deps.env);
       if (next.role !== 'worker') loadEnvironments(next);
+      const transforms = await transformProblems(next.targets);
+      if (transforms.length) throw new ConfigError(transforms);
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
       writeAudit(deps.logger, actor, 'config.reload', { refused: true, problems: err.problems });

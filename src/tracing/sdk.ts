@@ -94,6 +94,10 @@ export function createSdkTracing(api: OtelApi, tracer: Api.Tracer): Tracing {
         if (status !== undefined) span.setAttribute('http.response.status_code', status);
         span.end();
       },
+      dropped(latencyMs) {
+        span.setAttributes({ 'webhook.latency_ms': latencyMs, 'webhook.outcome': 'dropped' });
+        span.end();
+      },
       failed(failure: AttemptFailure) {
         if (failure.status !== undefined) span.setAttribute('http.response.status_code', failure.status);
         if (failure.latencyMs !== undefined) span.setAttribute('webhook.latency_ms', failure.latencyMs);

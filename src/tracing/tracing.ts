@@ -50,6 +50,8 @@ export interface AttemptSpan {
   inject(headers: Record<string, string>): void;
   /** `status` is the target's HTTP status; a broker destination answers none. */
   delivered(status: number | undefined, latencyMs: number): void;
+  /** The target's transform returned null: nothing was sent. */
+  dropped(latencyMs: number): void;
   failed(failure: AttemptFailure): void;
 }
 

@@ -7,14 +7,22 @@ const TRIGGER_LABEL: Record<SeriesView['trigger'], string> = { received: 'receiv
 
 function excerptOf(a: AttemptView): string {
   if (a.outcome === 'delivered') return '';
+  if (a.outcome === 'dropped') return 'the transform returned null: nothing was sent';
   return a.responseExcerpt ? a.responseExcerpt : a.error;
+}
+
+/** The status column: the target's HTTP status, a broker's confirmation, or how the attempt failed. */
+function statusOf(a: AttemptView): string {
+  if (a.outcome === 'dropped') return '';
+  if (a.outcome === 'delivered') return String(a.status ?? a.confirmed ?? '');
+  return String(a.status ?? a.errorClass ?? '');
 }
 
 function attemptRows(series: SeriesView): Html {
   const head = html`<tr class="series"><th scope="rowgroup" colspan="6">Series ${series.n}: <span class="badge s-${series.trigger}" data-trigger="${series.trigger}">${TRIGGER_LABEL[series.trigger]}</span> by <span class="mono" data-by>${series.by}</span> at ${time(series.at)}</th></tr>`;
   const rows = series.attempts.length
     ? series.attempts.map(
-        (a) => html`<tr><td>${a.attempt}</td><td>${time(a.at)}</td><td>${badge(a.outcome === 'delivered' ? 'delivered' : 'failed', a.outcome)}</td><td>${a.status ?? ('confirmed' in a ? a.confirmed : undefined) ?? ('errorClass' in a ? a.errorClass : '') ?? ''}</td><td>${a.latencyMs !== undefined ? `${a.latencyMs} ms` : ''}</td><td class="mono">${excerptOf(a)}</td></tr>`,
+        (a) => html`<tr><td>${a.attempt}</td><td>${time(a.at)}</td><td>${badge(a.outcome === 'failed' ? 'failed' : a.outcome, a.outcome)}</td><td>${statusOf(a)}</td><td>${a.latencyMs !== undefined ? `${a.latencyMs} ms` : ''}</td><td class="mono">${excerptOf(a)}</td></tr>`,
       )
     : html`<tr><td colspan="6" class="muted">no attempt finished yet</td></tr>`;
   return html`<tbody>${head}${rows}</tbody>`;

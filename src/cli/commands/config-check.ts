@@ -10,6 +10,10 @@ import type { Config } from '../../config/schema';
 import { createRedisConnector } from '../../redis/connect';
 import { describeSources } from '../operator-config';
 import { probeDestination } from '../../forwarding/destinations/probe';
+import { ConfigError } from '../../config/errors';
+import type { Target } from '../../model/target-schema';
+import { transformProblems } from '../../transform/check';
+import { transformSamples } from './transform';
 
 type Out = (line: string) => void;
 
@@ -32,9 +36,10 @@ async function redisWarnings(config: Config, where: string): Promise<string[]> {
 }
 
 /**
- * `config check`: reads the configuration exactly as the service would (a problem exits 78 with the
- * reasons), then prints it with secrets masked, whether each broker destination is reachable (and, for
- * NATS, whether a stream captures its subjects), and what is valid but risky.
+ * `config check`: reads the configuration exactly as the service would (a problem, a transform that
+ * does not compile included, exits 78 with the reasons), then prints it with secrets masked, what
+ * each transform makes of the built-in samples, whether each broker destination is reachable (and,
+ * for NATS, whether a stream captures its subjects), and what is valid but risky.
  */
 export async function configCheckCommand(env: Record<string, string | undefined>, out: Out): Promise<number> {
   const loaded = loadConfigDetailed(env);
@@ -43,8 +48,13 @@ export async function configCheckCommand(env: Record<string, string | undefined>
   out(`configuration is valid; ${describeSources(loaded)}`);
   out('');
   out('effective configuration (secrets masked):');
-  out(stringify(maskSecrets(config)).trimEnd().replace(/^/gm, '  '));
-  const warnings = [...envWarnings(env), ...loaded.warnings, ...configWarnings(config), ...(await redisWarnings(config, describeRedis(config)))];
+  // A transform is shown as written (file:<path> or its source), not the file's text again.
+  const shown = { ...config, targets: config.targets.map(({ transformSource: _text, ...t }: Target) => t) };
+  out(stringify(maskSecrets(shown)).trimEnd().replace(/^/gm, '  '));
+  const transformProblemsFound = await transformProblems(config.targets);
+  if (transformProblemsFound.length) throw new ConfigError(transformProblemsFound);
+  const failedSamples = await transformSamples(config, out);
+  const warnings = [...envWarnings(env), ...loaded.warnings, ...configWarnings(config), ...failedSamples, ...(await redisWarnings(config, describeRedis(config)))];
   const brokers = config.targets.flatMap((t) => (t.destination ? [{ target: t, destination: t.destination }] : []));
   if (brokers.length) {
     out('');

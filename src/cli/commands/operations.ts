@@ -73,7 +73,7 @@ export function eventCommand(ctx: OperatorContext, args: string[]): Promise<numb
         const rows = event.deliveries.flatMap((d) =>
           d.series.flatMap((s) => [
             [d.target, `${s.n}`, s.at, `series ${s.n}: ${s.trigger}`, '', '', '', `by ${s.by}`],
-            ...s.attempts.map((a) => [a.target ?? d.target, `${s.n}.${a.attempt}`, a.at, a.outcome, a.status, 'errorClass' in a ? a.errorClass : '', a.latencyMs === undefined ? '' : `${a.latencyMs} ms`, 'responseExcerpt' in a ? a.responseExcerpt?.replace(/\s+/g, ' ').slice(0, 60) : '']),
+            ...s.attempts.map((a) => [a.target ?? d.target, `${s.n}.${a.attempt}`, a.at, a.outcome, 'status' in a ? a.status : '', 'errorClass' in a ? a.errorClass : '', a.latencyMs === undefined ? '' : `${a.latencyMs} ms`, 'responseExcerpt' in a ? a.responseExcerpt?.replace(/\s+/g, ' ').slice(0, 60) : '']),
           ]),
         );
         out(formatTable(['TARGET', '#', 'AT', 'OUTCOME', 'STATUS', 'CLASS', 'LATENCY', 'ANSWER'], rows));

@@ -1,0 +1,49 @@
+/** What the service and a sandbox thread say to each other (see thread.ts and sandbox.ts). */
+
+/**
+ * Why a transform gave no body: `compile` (it does not compile, or defines no `transform`), `runtime`
+ * (it threw), `timeout`, `memory`, `result` (what it returned is not JSON), `input` (the body it was
+ * given is not JSON), `crash` (the thread itself failed).
+ */
+export interface TransformFault {
+  kind: 'compile' | 'runtime' | 'timeout' | 'memory' | 'result' | 'input' | 'crash';
+  message: string;
+  /** The line of the transform's source where it failed, when known. */
+  line?: number;
+}
+
+/** The event a transform is given, apart from `data` (the platform's body, sent as text). */
+export interface TransformEventMeta {
+  id: string;
+  type: string;
+  /** When it was received (ISO 8601), as the standard envelope's `timestamp`. */
+  timestamp: string;
+  environment: string | null;
+  merchantId: string | null;
+}
+
+/** A compiled WebAssembly.Module (opaque here: the project's TypeScript libraries do not declare WebAssembly). */
+export type WasmModule = object;
+
+export interface ThreadData {
+  /** Resolved paths of the modules the thread loads. */
+  modules: { quickjs: string; variant: string; lossless: string; losslessUmd: string };
+  /** QuickJS's WebAssembly.Module, compiled once per process: every thread instantiates the same code. */
+  wasm: WasmModule;
+  source: string;
+  /** The name errors give the source: its file, or `inline:<target>`. */
+  file: string;
+  timeoutMs: number;
+  memoryBytes: number;
+  stackBytes: number;
+}
+
+export type ThreadStart = { ready: true } | { ready: false; error: TransformFault };
+export interface ThreadCall {
+  id: number;
+  /** A round trip before the first event, answered without running the transform. */
+  ping?: true;
+  event: TransformEventMeta;
+  raw: string;
+}
+export type ThreadAnswer = { id: number; body: string | null } | { id: number; error: TransformFault };

@@ -1,0 +1,219 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { Worker } from 'node:worker_threads';
+import type { TransformEventMeta, ThreadAnswer, ThreadCall, ThreadData, ThreadStart, TransformFault, WasmModule } from './protocol';
+import { sandboxThread } from './thread';
+
+/** QuickJS's heap per transform: a transform that needs more fails (`memory`). */
+export const TRANSFORM_MEMORY_BYTES = 32 * 1024 * 1024;
+/** QuickJS's stack: deep recursion fails in the sandbox long before the thread's own stack would. */
+const STACK_BYTES = 128 * 1024;
+/**
+ * QuickJS checks its deadline between instructions; a long call into one built-in (filling a huge
+ * array) does not look. Past the deadline and this margin, the thread is ended and started again.
+ * Generous: on a busy machine a thread can wait that long for a core, and the service's own event
+ * loop does not wait on the thread meanwhile.
+ */
+const WATCHDOG_MARGIN_MS = 1000;
+/** What the thread's own V8 heap may use (QuickJS's memory is outside it, bounded above). */
+const THREAD_HEAP_MB = 48;
+
+/** The transform's source and the name its errors give it. */
+export interface TransformCode {
+  source: string;
+  file: string;
+}
+
+/** A transform that failed: the delivery fails for good (a retry would fail again). */
+export class TransformError extends Error {
+  constructor(readonly fault: TransformFault, readonly file: string) {
+    super(`${fault.message}${fault.line !== undefined ? ` (${file} line ${fault.line})` : ` (${file})`}`);
+    this.name = 'TransformError';
+  }
+}
+
+/** What a transform is given: the event's facts and the platform's body as received. */
+export interface TransformInput {
+  event: TransformEventMeta;
+  raw: string;
+}
+
+export interface Sandbox {
+  /** Resolves once compiled: undefined, or why it does not compile. */
+  compiled(): Promise<TransformFault | undefined>;
+  /** The body to send (JSON text), or null to send nothing; throws TransformError. */
+  run(input: TransformInput): Promise<string | null>;
+  close(): Promise<void>;
+}
+
+const { WebAssembly: Wasm } = globalThis as unknown as { WebAssembly: { compile(bytes: Uint8Array): Promise<WasmModule> } };
+let wasm: Promise<WasmModule> | undefined;
+/** QuickJS's WebAssembly, compiled once per process and shared by every sandbox thread. */
+function quickjsWasm(): Promise<WasmModule> {
+  wasm ??= Wasm.compile(readFileSync(path.join(path.dirname(require.resolve('@jitl/quickjs-wasmfile-release-sync')), 'emscripten-module.wasm')));
+  return wasm;
+}
+
+let modulePaths: ThreadData['modules'] | undefined;
+function modules(): ThreadData['modules'] {
+  modulePaths ??= {
+    quickjs: require.resolve('quickjs-emscripten-core'),
+    variant: require.resolve('@jitl/quickjs-wasmfile-release-sync'),
+    // lossless-json's CommonJS entry is its UMD bundle, which also runs as a plain script inside QuickJS.
+    lossless: require.resolve('lossless-json'),
+    losslessUmd: require.resolve('lossless-json'),
+  };
+  return modulePaths;
+}
+
+const THREAD_SOURCE = `(${sandboxThread.toString()})()`;
+
+interface Pending {
+  call: ThreadCall;
+  resolve(body: string | null): void;
+  reject(err: Error): void;
+}
+
+/** Calls handed to a thread at most, in batches: it runs them one after another, without waiting on this thread to send the next. */
+const MAX_SENT = 64;
+
+/**
+ * A transform compiled once in its own thread and QuickJS runtime, which runs its calls one after
+ * another: the service's event loop never waits on it, and a call past its time limit is cut (by
+ * QuickJS's interrupt, or by ending the thread, which is then started again for the next call).
+ */
+export function startSandbox(code: TransformCode, timeoutMs: number): Sandbox {
+  const data: Omit<ThreadData, 'wasm'> = { modules: modules(), source: code.source, file: code.file, timeoutMs, memoryBytes: TRANSFORM_MEMORY_BYTES, stackBytes: STACK_BYTES };
+  /** Calls not yet handed to a thread. */
+  const queue: Pending[] = [];
+  /** Calls handed to the thread, oldest (the one it runs) first. */
+  const sent: Pending[] = [];
+  let worker: Worker | undefined;
+  let ready: Promise<TransformFault | undefined> | undefined;
+  let watchdog: NodeJS.Timeout | undefined;
+  let nextId = 0;
+  let closed = false;
+  const failure = (fault: TransformFault) => new TransformError(fault, code.file);
+
+  function spawn(): Promise<TransformFault | undefined> {
+    return quickjsWasm().then(
+      (module) => (closed ? { kind: 'crash', message: 'transform sandbox closed' } : startThread(module)),
+      (err: Error) => ({ kind: 'crash', message: `QuickJS's WebAssembly did not compile: ${err.message}` }),
+    );
+  }
+
+  function startThread(wasmModule: WasmModule): Promise<TransformFault | undefined> {
+    const workerData: ThreadData = { ...data, wasm: wasmModule };
+    // execArgv: none of the process's own (a loader such as ts-node, heap flags): the thread runs plain JavaScript within its own limits.
+    const thread = new Worker(THREAD_SOURCE, { eval: true, workerData, execArgv: [], resourceLimits: { maxOldGenerationSizeMb: THREAD_HEAP_MB }, stdout: true, stderr: true });
+    thread.unref();
+    // Nothing of the thread's own output reaches the service's log lines.
+    thread.stdout.resume();
+    thread.stderr.resume();
+    worker = thread;
+    let started = false;
+    return new Promise<TransformFault | undefined>((resolve) => {
+      thread.once('message', (m: ThreadStart) => {
+        if (!m.ready) return resolve(m.error);
+        // Ready once a message has made the round trip: the thread's first moments (V8 finishing
+        // QuickJS's WebAssembly) would otherwise count against the first event's time limit.
+        thread.once('message', () => {
+          started = true;
+          resolve(undefined);
+          thread.on('message', (answers: ThreadAnswer[]) => settle(thread, answers));
+        });
+        thread.postMessage([{ id: 0, ping: true, event: { id: '', type: '', timestamp: '', environment: null, merchantId: null }, raw: '' }] satisfies ThreadCall[]);
+      });
+      const lost = (err?: Error) => {
+        const fault: TransformFault = { kind: err && /memory/i.test(err.message) ? 'memory' : 'crash', message: `the sandbox thread failed: ${err?.message ?? 'exited'}` };
+        resolve(fault);
+        if (worker !== thread) return;
+        worker = undefined;
+        ready = undefined;
+        if (!started) {
+          // It never ran: the calls waiting for it fail; the next call starts a thread again.
+          for (const p of queue.splice(0)) p.reject(failure(fault));
+          return;
+        }
+        cut(fault);
+      };
+      thread.once('error', lost);
+      thread.once('exit', () => lost());
+    });
+  }
+
+  /** The thread is gone while running the oldest call: that call fails; the others never ran, and go to the next thread. */
+  function cut(fault: TransformFault): void {
+    clearTimeout(watchdog);
+    const running = sent.shift();
+    queue.unshift(...sent.splice(0));
+    running?.reject(failure(fault));
+    pump();
+  }
+
+  /** The watchdog on the oldest call: QuickJS's interrupt answers at the deadline; a thread that does not is ended. */
+  function arm(): void {
+    clearTimeout(watchdog);
+    if (sent.length === 0) return;
+    const thread = worker;
+    watchdog = setTimeout(() => {
+      worker = undefined;
+      ready = undefined;
+      void thread?.terminate();
+      cut({ kind: 'timeout', message: `timed out after ${timeoutMs} ms` });
+    }, timeoutMs + WATCHDOG_MARGIN_MS);
+  }
+
+  function settle(thread: Worker, answers: ThreadAnswer[]): void {
+    if (thread !== worker) return;
+    for (const answer of answers) {
+      if (sent[0]?.call.id !== answer.id) continue;
+      const p = sent.shift()!;
+      if ('error' in answer) p.reject(failure(answer.error));
+      else p.resolve(answer.body);
+    }
+    arm();
+    pump();
+  }
+
+  function pump(): void {
+    if (closed || queue.length === 0 || sent.length >= MAX_SENT) return;
+    ready ??= spawn();
+    const current = ready;
+    void current.then((fault) => {
+      if (closed || ready !== current) return;
+      // Compiled with a fault: every call fails with it.
+      if (fault) {
+        for (const p of queue.splice(0)) p.reject(failure(fault));
+        return;
+      }
+      const batch = queue.splice(0, MAX_SENT - sent.length);
+      if (batch.length === 0) return;
+      if (sent.length === 0) arm();
+      sent.push(...batch);
+      worker!.postMessage(batch.map((p) => p.call));
+    });
+  }
+
+  return {
+    compiled() {
+      ready ??= spawn();
+      return ready;
+    },
+    run(input) {
+      return new Promise<string | null>((resolve, reject) => {
+        if (closed) return reject(new Error('transform sandbox closed'));
+        queue.push({ call: { id: ++nextId, event: input.event, raw: input.raw }, resolve, reject });
+        pump();
+      });
+    },
+    async close() {
+      closed = true;
+      clearTimeout(watchdog);
+      for (const p of [...sent.splice(0), ...queue.splice(0)]) p.reject(new Error('transform sandbox closed'));
+      const thread = worker;
+      worker = undefined;
+      await thread?.terminate();
+    },
+  };
+}
