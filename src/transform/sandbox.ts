@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { TransformEventMeta, ThreadAnswer, ThreadCall, ThreadData, ThreadStart, TransformFault, WasmModule } from './protocol';
-import { sandboxThread } from './thread';
+import { createRunClock, sandboxThread } from './thread';
 
 /** QuickJS's heap per transform: a transform that needs more fails (`memory`). */
 export const TRANSFORM_MEMORY_BYTES = 32 * 1024 * 1024;
@@ -66,7 +66,7 @@ function modules(): ThreadData['modules'] {
   return modulePaths;
 }
 
-const THREAD_SOURCE = `(${sandboxThread.toString()})()`;
+const THREAD_SOURCE = `(${sandboxThread.toString()})(${createRunClock.toString()})`;
 
 interface Pending {
   call: ThreadCall;

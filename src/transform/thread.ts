@@ -12,9 +12,70 @@ import type * as QuickJS from 'quickjs-emscripten-core';
 import type { QuickJSContext as Context, QuickJSHandle as Handle, QuickJSRuntime as Runtime, QuickJSWASMModule } from 'quickjs-emscripten-core';
 import type { TransformFault, ThreadAnswer, ThreadCall, ThreadData, ThreadStart } from './protocol';
 
-export function sandboxThread(): void {
+/** Decides when a call has run past its time limit; see createRunClock. */
+export interface RunClock {
+  /** A call starts now. */
+  start(): void;
+  /** No call is running (compiling and calling both start the clock). */
+  stop(): void;
+  /** QuickJS's interrupt handler: true stops the call. */
+  expired(): boolean;
+}
+
+/**
+ * The time limit counts time the transform ran, not time its thread waited for a core: on a machine
+ * short of CPU a transform that needs 1 ms may wait 50, and a permanent `transform_error` for that
+ * would dead-letter good events. Reading the thread's CPU time costs microseconds, so the clock reads
+ * only the wall clock until the call has lasted the limit; from `window` before it, it also notes the
+ * thread's CPU time, and at the limit it stops the call only if the thread ran for at least half of
+ * that window. A call that waited instead gets another window, and so on; the sandbox's watchdog still
+ * ends a thread that has not answered 1 s after the limit, however it spent the time. `cpuMs` is
+ * undefined where the system does not tell a thread's CPU time: the limit is then wall-clock time.
+ *
+ * Runs inside the sandbox thread from its source text (see sandbox.ts): it uses nothing but its arguments.
+ */
+export function createRunClock(limitMs: number, now: () => number, cpuMs: (() => number) | undefined): RunClock {
+  // The CPU time is counted in clock ticks of 10 ms: a window shorter than two ticks tells nothing.
+  const windowMs = Math.max(limitMs / 2, 20);
+  let deadline = Number.POSITIVE_INFINITY;
+  let watchFrom = Number.POSITIVE_INFINITY;
+  let watchedAt = 0;
+  let cpuAt: number | undefined;
+  return {
+    start() {
+      const t = now();
+      deadline = t + limitMs;
+      watchFrom = deadline - windowMs;
+      cpuAt = undefined;
+    },
+    stop() {
+      deadline = Number.POSITIVE_INFINITY;
+      watchFrom = Number.POSITIVE_INFINITY;
+    },
+    expired() {
+      const t = now();
+      if (t < watchFrom) return false;
+      if (cpuMs === undefined) return t > deadline;
+      if (cpuAt === undefined) {
+        cpuAt = cpuMs();
+        watchedAt = t;
+        return false;
+      }
+      if (t <= deadline) return false;
+      const ran = cpuMs() - cpuAt;
+      if (ran * 2 >= t - watchedAt) return true;
+      // It waited for a core more than it ran: another window.
+      deadline = t + windowMs;
+      watchFrom = t;
+      cpuAt = undefined;
+      return false;
+    },
+  };
+}
+
+export function sandboxThread(makeClock: typeof createRunClock): void {
   const { parentPort, workerData, receiveMessageOnPort } = require('node:worker_threads') as typeof WorkerThreads;
-  const { readFileSync } = require('node:fs') as typeof NodeFs;
+  const { readFileSync, openSync, readSync } = require('node:fs') as typeof NodeFs;
   const { randomBytes } = require('node:crypto') as typeof NodeCrypto;
   const data = workerData as ThreadData;
   const port = parentPort!;
@@ -71,7 +132,24 @@ export function sandboxThread(): void {
   };
 
   const MAX_MESSAGE = 300;
-  let deadline = Number.POSITIVE_INFINITY;
+  const clock = makeClock(data.timeoutMs, Date.now, threadCpuMs());
+
+  /** This thread's CPU time in ms (Linux: user and system clock ticks of /proc/thread-self/stat), or undefined elsewhere. */
+  function threadCpuMs(): (() => number) | undefined {
+    try {
+      const fd = openSync('/proc/thread-self/stat', 'r');
+      const buf = Buffer.alloc(1024);
+      const read = () => {
+        const text = buf.toString('latin1', 0, readSync(fd, buf, 0, buf.length, 0));
+        // The fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+        const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+        return (Number(fields[11]) + Number(fields[12])) * 10;
+      };
+      return Number.isFinite(read()) ? read : undefined;
+    } catch {
+      return undefined;
+    }
+  }
   const escaped = data.file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
   const frame = new RegExp(`${escaped}:(\\d+)`);
 
@@ -95,7 +173,7 @@ export function sandboxThread(): void {
     const runtime = module.newRuntime();
     runtime.setMemoryLimit(data.memoryBytes);
     runtime.setMaxStackSize(data.stackBytes);
-    runtime.setInterruptHandler(() => Date.now() > deadline);
+    runtime.setInterruptHandler(() => clock.expired());
     const ctx = runtime.newContext();
     const fail = (fault: TransformFault) => {
       ctx.dispose();
@@ -106,9 +184,9 @@ export function sandboxThread(): void {
       const r = ctx.evalCode(code, file);
       if (r.error) return fail(faultOf(ctx, r.error, true));
       if (file === '<prelude>') {
-        deadline = Date.now() + data.timeoutMs;
+        clock.start();
         const user = ctx.evalCode(data.source, data.file);
-        deadline = Number.POSITIVE_INFINITY;
+        clock.stop();
         if (user.error) {
           r.value.dispose();
           return fail(faultOf(ctx, user.error, true));
@@ -163,9 +241,9 @@ export function sandboxThread(): void {
         return { id: call.id, error: { kind: 'input', message: `the platform's body is not JSON: ${(err as Error).message}` } };
       }
       const arg = ctx.newString(text);
-      deadline = Date.now() + data.timeoutMs;
+      clock.start();
       const r = ctx.callFunction(compiled.run, ctx.undefined, compiled.transform, arg);
-      deadline = Number.POSITIVE_INFINITY;
+      clock.stop();
       arg.dispose();
       if (r.error) {
         const fault = faultOf(ctx, r.error, false);
