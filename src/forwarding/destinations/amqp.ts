@@ -31,11 +31,15 @@ function withHeartbeat(url: string): string {
 export async function openAmqp(d: AmqpDestination, connectTimeoutMs: number, onLost: (link: Link) => void): Promise<Link> {
   const tls = d.url.startsWith('amqps:') ? readTlsFiles(d.tls) : {};
   const model = await connect(withHeartbeat(d.url), { ...tls, timeout: connectTimeoutMs });
+  // Listened to from the start: a connection that fails while its channel opens (a broker restarting,
+  // a missed heartbeat) would otherwise emit an 'error' nobody handles, which ends the process.
+  model.on('error', () => undefined);
   let channel: ConfirmChannel;
   try {
     channel = await model.createConfirmChannel();
   } catch (err) {
-    await model.close().catch(() => undefined);
+    // Not a polite close: the broker that failed the channel may not answer one.
+    destroySocket(model);
     throw err;
   }
   const link: Link = { model, channel, returned: new Map() };
