@@ -32,7 +32,7 @@ export interface WorkerDeps {
  * (delayed, no attempt spent) until the delivery before it is done.
  */
 export function createDeliveryWorker(target: Target, deps: WorkerDeps, sequencer?: Sequencer): { worker: Worker; close(ms?: number): Promise<void> } {
-  const transport = createTransport(target);
+  const transport = createTransport(target, deps.logger);
   const sign = createSigner(target);
   // Only a target with a transform has one: the others build their request exactly as before.
   const shaper = createShaper(target);

@@ -7,6 +7,7 @@ import type { Target } from '../model/target-schema';
 import { createAmqpTransport } from './destinations/amqp';
 import { createNatsTransport } from './destinations/nats';
 import { createRedisStreamTransport } from './destinations/redis-stream';
+import type { Logger } from '../logging/logger';
 
 /**
  * How a target's deliveries leave this service: the worker builds the message (headers and body, the
@@ -31,17 +32,17 @@ export function createHttpTransport(target: Target): DeliveryTransport {
   };
 }
 
-/** The transport for a target's kind of destination: its `url` (HTTP) or its message broker. */
-export function createTransport(target: Target): DeliveryTransport {
+/** The transport for a target's kind of destination: its `url` (HTTP) or its message broker (which logs its connection lost and restored). */
+export function createTransport(target: Target, logger?: Logger): DeliveryTransport {
   const d = target.destination;
   switch (d?.type) {
     case undefined:
       return createHttpTransport(target);
     case 'amqp':
-      return createAmqpTransport(target, d);
+      return createAmqpTransport(target, d, logger);
     case 'nats':
-      return createNatsTransport(target, d);
+      return createNatsTransport(target, d, logger);
     case 'redis-stream':
-      return createRedisStreamTransport(target, d);
+      return createRedisStreamTransport(target, d, logger);
   }
 }

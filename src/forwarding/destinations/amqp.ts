@@ -2,7 +2,8 @@ import { connect, type ChannelModel, type ConfirmChannel, type Message } from 'a
 import type { AttemptSuccess } from '../attempt';
 import type { OutgoingRequest } from '../build-request';
 import type { DeliveryTransport } from '../transport';
-import { brokerFailure, classifyClientError, closeWithin, describeError, LazyConnection, messageSeconds, readTlsFiles } from './broker';
+import { brokerFailure, classifyClientError, connectionNotices, describeError, LazyConnection, messageSeconds, readTlsFiles, remainingMs } from './broker';
+import type { Logger } from '../../logging/logger';
 import { fillTemplate, type AmqpDestination } from '../../model/destination-schema';
 import type { DeliveryJob } from '../../model/jobs';
 import type { Target } from '../../model/target-schema';
@@ -30,11 +31,15 @@ function withHeartbeat(url: string): string {
 export async function openAmqp(d: AmqpDestination, connectTimeoutMs: number, onLost: (link: Link) => void): Promise<Link> {
   const tls = d.url.startsWith('amqps:') ? readTlsFiles(d.tls) : {};
   const model = await connect(withHeartbeat(d.url), { ...tls, timeout: connectTimeoutMs });
+  // Listened to from the start: a connection that fails while its channel opens (a broker restarting,
+  // a missed heartbeat) would otherwise emit an 'error' nobody handles, which ends the process.
+  model.on('error', () => undefined);
   let channel: ConfirmChannel;
   try {
     channel = await model.createConfirmChannel();
   } catch (err) {
-    await model.close().catch(() => undefined);
+    // Not a polite close: the broker that failed the channel may not answer one.
+    destroySocket(model);
     throw err;
   }
   const link: Link = { model, channel, returned: new Map() };
@@ -66,10 +71,12 @@ export async function openAmqp(d: AmqpDestination, connectTimeoutMs: number, onL
  * the routing key), a closed channel or no confirm within the target's `timeoutMs` is a failure, retried
  * with the target's backoff.
  */
-export function createAmqpTransport(target: Target, d: AmqpDestination): DeliveryTransport {
-  const links = new LazyConnection<Link>(
-    () => openAmqp(d, target.timeoutMs, (link) => links.lost(link)),
+export function createAmqpTransport(target: Target, d: AmqpDestination, logger?: Logger): DeliveryTransport {
+  const links: LazyConnection<Link> = new LazyConnection<Link>(
+    () => openAmqp(d, target.timeoutMs, (link) => links.lost(link, link.closedBy ?? 'the connection closed')),
     async (link) => link.model.close(),
+    (link) => destroySocket(link.model),
+    connectionNotices(logger, target.name, 'RabbitMQ'),
   );
 
   function publish(link: Link, message: OutgoingRequest, job: DeliveryJob, started: number): Promise<AttemptSuccess> {
@@ -78,7 +85,8 @@ export function createAmqpTransport(target: Target, d: AmqpDestination): Deliver
     const routingKey = fillTemplate(d.routingKey, job.eventType);
     const where = `exchange "${d.exchange}" with routing key "${routingKey}"`;
     return new Promise<AttemptSuccess>((resolve, reject) => {
-      const timer = setTimeout(() => reject(brokerFailure('timeout', `no publisher confirm from RabbitMQ for ${where} (timeoutMs)`, elapsed())), target.timeoutMs);
+      // Connecting and confirming share the target's timeoutMs: a send never takes longer than that.
+      const timer = setTimeout(() => reject(brokerFailure('timeout', `no publisher confirm from RabbitMQ for ${where} (timeoutMs)`, elapsed())), remainingMs(target.timeoutMs, started));
       const content = typeof message.body === 'string' ? Buffer.from(message.body) : message.body;
       try {
         link.channel.publish(
@@ -114,12 +122,17 @@ export function createAmqpTransport(target: Target, d: AmqpDestination): Deliver
       const started = performance.now();
       let link: Link;
       try {
-        link = await links.get();
+        link = await links.getWithin(target.timeoutMs);
       } catch (err) {
         throw brokerFailure(classifyClientError(err), `cannot connect to RabbitMQ: ${describeError(err)}`, Math.round(performance.now() - started));
       }
       return publish(link, message, job, started);
     },
-    close: (ms) => closeWithin(links, ms),
+    close: (ms) => links.close(ms),
   };
+}
+
+/** Ends a connection whose broker does not answer a close (frozen): amqplib then settles every pending confirm with an error. */
+function destroySocket(model: ChannelModel): void {
+  (model.connection as unknown as { stream?: { destroy(): void } }).stream?.destroy();
 }

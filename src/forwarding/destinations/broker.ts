@@ -5,7 +5,8 @@ import { TransientDeliveryError } from '../backoff';
 import { classifyNetworkError, type FailureFacts } from '../failure';
 import type { DestinationTls } from '../../model/destination-schema';
 import type { ErrorClass } from '../../model/jobs';
-import { settlesWithin } from '../../redis/with-timeout';
+import { settlesWithin, withTimeout } from '../../redis/with-timeout';
+import type { Logger } from '../../logging/logger';
 
 /** `scheme://user:pass@host` → `scheme://***@host`: a broker's error may quote the URL it was given. */
 export function scrubCredentials(text: string): string {
@@ -53,7 +54,35 @@ export function readTlsFiles(tls: DestinationTls | undefined): Pick<ConnectionOp
 
 /** The first and longest waits between connection attempts to a broker that is down. */
 const RECONNECT_FIRST_MS = 250;
-const RECONNECT_MAX_MS = 10_000;
+const RECONNECT_MAX_MS = 5_000;
+
+/** What a destination's connection tells the log: that it was lost (or could not be opened), and that it is back. */
+export interface ConnectionNotices {
+  lost(reason: string): void;
+  restored(): void;
+}
+
+/**
+ * One line when a target's broker connection goes down and one when it is back, however many
+ * deliveries fail in between (each of those is already a throttled retry line of the worker). A
+ * connection that flaps (a broker that closes each channel it opens) is still one line of each per
+ * interval, with a count.
+ */
+export function connectionNotices(logger: Logger | undefined, target: string, broker: string): ConnectionNotices {
+  let down = false;
+  return {
+    lost(reason) {
+      if (down) return;
+      down = true;
+      logger?.repeated('warn', `broker-lost:${target}`, `${broker} connection lost; reconnecting with backoff`, { target, error: scrubCredentials(reason) });
+    },
+    restored() {
+      if (!down) return;
+      down = false;
+      logger?.repeated('info', `broker-restored:${target}`, `${broker} connection restored`, { target });
+    },
+  };
+}
 
 /**
  * One connection to a broker for a target's deliveries in this process, opened by the first send
@@ -73,7 +102,11 @@ export class LazyConnection<C> {
 
   constructor(
     private readonly open: () => Promise<C>,
+    /** Closes the connection politely (waits for the broker to answer). */
     private readonly shut: (conn: C) => Promise<void>,
+    /** Drops the connection at once (destroys its socket), for a broker that does not answer the polite close. */
+    private readonly cut: (conn: C) => void,
+    private readonly notices?: ConnectionNotices,
   ) {}
 
   /** The open connection, opening it when there is none. */
@@ -84,8 +117,10 @@ export class LazyConnection<C> {
     const opening = this.open().then(
       (conn) => {
         this.failures = 0;
-        if (this.current === opening) this.conn = conn;
-        else if (this.closed) void this.shut(conn).catch(() => undefined);
+        if (this.current === opening) {
+          this.conn = conn;
+          this.notices?.restored();
+        } else if (this.closed) this.cut(conn);
         return conn;
       },
       (err: unknown) => {
@@ -93,6 +128,7 @@ export class LazyConnection<C> {
         this.lastError = err;
         this.retryAt = Date.now() + Math.min(RECONNECT_MAX_MS, RECONNECT_FIRST_MS * 2 ** (this.failures - 1));
         if (this.current === opening) this.current = undefined;
+        if (!this.closed) this.notices?.lost(describeError(err));
         throw err;
       },
     );
@@ -100,30 +136,44 @@ export class LazyConnection<C> {
     return opening;
   }
 
+  /**
+   * The open connection within `ms`: a broker that accepts the TCP connection and then answers
+   * nothing (frozen) fails the send by then with ETIMEDOUT; the opening goes on for the next send.
+   */
+  getWithin(ms: number): Promise<C> {
+    const timeout = () => Object.assign(new Error(`no connection within ${ms} ms (timeoutMs)`), { code: 'ETIMEDOUT' });
+    return withTimeout(this.get(), ms, timeout);
+  }
+
   /** Forgets `conn` (it closed or failed): the next send opens a new one. */
-  lost(conn: C): void {
+  lost(conn: C, reason = 'closed'): void {
     if (this.conn !== conn) return;
     this.conn = undefined;
     this.current = undefined;
+    if (!this.closed) this.notices?.lost(reason);
   }
 
-  /** Closes the connection within `ms`; no send opens one again. */
-  async close(): Promise<void> {
+  /**
+   * Closes the connection within `ms`; past that (a frozen broker never answers a close) its socket
+   * is destroyed, so nothing of it outlives the shutdown. No send opens one again.
+   */
+  async close(ms: number): Promise<void> {
     this.closed = true;
     const conn = this.conn;
     this.conn = undefined;
     this.current = undefined;
-    if (conn !== undefined) await this.shut(conn);
+    if (conn === undefined) return;
+    if (!(await settlesWithin(this.shut(conn), ms))) this.cut(conn);
   }
+}
+
+/** Milliseconds left of a send's `timeoutMs` that started at `started` (performance.now()), at least 1. */
+export function remainingMs(timeoutMs: number, started: number): number {
+  return Math.max(1, Math.round(timeoutMs - (performance.now() - started)));
 }
 
 /** The message's `webhook-timestamp` (seconds), or now. */
 export function messageSeconds(headers: Record<string, string>): number {
   const stamp = Number(headers['webhook-timestamp']);
   return Number.isFinite(stamp) && stamp > 0 ? stamp : Math.floor(Date.now() / 1000);
-}
-
-/** Closes a destination's connection within `ms`; one the broker does not answer is left to the process's end. */
-export async function closeWithin<C>(links: LazyConnection<C>, ms: number): Promise<void> {
-  await settlesWithin(links.close(), ms);
 }

@@ -2,7 +2,8 @@ import { connect } from '@nats-io/transport-node';
 import { headers as natsHeaders, InvalidArgumentError, TimeoutError, type NatsConnection } from '@nats-io/nats-core';
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import type { DeliveryTransport } from '../transport';
-import { brokerFailure, classifyClientError, closeWithin, describeError, LazyConnection, readTlsFiles } from './broker';
+import { brokerFailure, classifyClientError, connectionNotices, describeError, LazyConnection, readTlsFiles, remainingMs, type ConnectionNotices } from './broker';
+import type { Logger } from '../../logging/logger';
 import { fillTemplate, type NatsDestination } from '../../model/destination-schema';
 import type { Target } from '../../model/target-schema';
 
@@ -42,16 +43,21 @@ export async function openNats(d: NatsDestination, name: string, timeoutMs: numb
  * republish within the stream's duplicate window (its acknowledgement says `duplicate`), so a retry after
  * a lost acknowledgement stores nothing twice.
  */
-export function createNatsTransport(target: Target, d: NatsDestination): DeliveryTransport {
+export function createNatsTransport(target: Target, d: NatsDestination, logger?: Logger): DeliveryTransport {
+  const notices = connectionNotices(logger, target.name, 'NATS');
   const links: LazyConnection<Link> = new LazyConnection<Link>(
     async () => {
       const nc = await openNats(d, `webhook-receiver ${target.name}`, target.timeoutMs);
       const link = { nc, js: jetstream(nc, { timeout: target.timeoutMs }) };
+      void reportStatus(nc, notices);
       // Closed for good (not a reconnect, which the client does by itself): the next send connects anew.
-      void nc.closed().then(() => links.lost(link));
+      void nc.closed().then((err) => links.lost(link, err ? describeError(err) : 'the connection closed'));
       return link;
     },
     async ({ nc }) => nc.drain(),
+    // Destroys the socket without flushing: a frozen server never answers the drain's flush.
+    ({ nc }) => void nc.close().catch(() => undefined),
+    notices,
   );
 
   return {
@@ -60,7 +66,7 @@ export function createNatsTransport(target: Target, d: NatsDestination): Deliver
       const elapsed = () => Math.round(performance.now() - started);
       let link: Link;
       try {
-        link = await links.get();
+        link = await links.getWithin(target.timeoutMs);
       } catch (err) {
         throw brokerFailure(classifyClientError(err), `cannot connect to NATS: ${describeError(err)}`, elapsed());
       }
@@ -68,14 +74,27 @@ export function createNatsTransport(target: Target, d: NatsDestination): Deliver
       const h = natsHeaders();
       for (const [name, value] of Object.entries(message.headers)) h.set(name, value);
       try {
-        const ack = await link.js.publish(subject, message.body, { msgID: job.eventId, headers: h, timeout: target.timeoutMs });
+        // Connecting and the acknowledgement share the target's timeoutMs: a send never takes longer than that.
+        const ack = await link.js.publish(subject, message.body, { msgID: job.eventId, headers: h, timeout: remainingMs(target.timeoutMs, started) });
         return { latencyMs: elapsed(), confirmed: `stream ${ack.stream} seq ${ack.seq}${ack.duplicate ? ' duplicate' : ''}` };
       } catch (err) {
         throw publishFailure(err, subject, elapsed());
       }
     },
-    close: (ms) => closeWithin(links, ms),
+    close: (ms) => links.close(ms),
   };
+}
+
+/**
+ * The client reconnects by itself after a server restart; this tells the log once when it lost the
+ * server and once when it is back (not each reconnect attempt). Ends when the connection closes.
+ */
+async function reportStatus(nc: NatsConnection, notices: ConnectionNotices): Promise<void> {
+  for await (const s of nc.status()) {
+    // Draining or closing is the worker stopping, not a lost server.
+    if (s.type === 'disconnect' && !nc.isDraining() && !nc.isClosed()) notices.lost(`disconnected from ${s.server}`);
+    else if (s.type === 'reconnect') notices.restored();
+  }
 }
 
 /** Why a JetStream publish failed, as a failure the worker records. */

@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import type { DeliveryTransport } from '../transport';
-import { brokerFailure, classifyClientError, describeError, readTlsFiles } from './broker';
+import { brokerFailure, classifyClientError, connectionNotices, describeError, readTlsFiles } from './broker';
+import type { Logger } from '../../logging/logger';
 import { fillTemplate, type RedisStreamDestination } from '../../model/destination-schema';
 import type { Target } from '../../model/target-schema';
 import { settlesWithin } from '../../redis/with-timeout';
@@ -28,14 +29,22 @@ export function openStreamRedis(d: RedisStreamDestination, timeoutMs: number): R
  * replicas confirm within the target's `timeoutMs`. A retry after a lost answer adds the entry again:
  * a consumer de-duplicates by the `id` field.
  */
-export function createRedisStreamTransport(target: Target, d: RedisStreamDestination): DeliveryTransport {
+export function createRedisStreamTransport(target: Target, d: RedisStreamDestination, logger?: Logger): DeliveryTransport {
+  const notices = connectionNotices(logger, target.name, 'Redis stream');
   let redis: Redis | undefined;
   let lastError = '';
+  let closed = false;
   const client = () => {
+    // A send that starts after close (a job the stopping worker still took) must not open a client nobody closes.
+    if (closed) throw new Error('the destination is closed (worker stopping)');
     if (redis) return redis;
-    redis = openStreamRedis(d, target.timeoutMs);
-    redis.on('error', (err: Error) => (lastError = err.message));
-    return redis;
+    const r = openStreamRedis(d, target.timeoutMs);
+    redis = r;
+    r.on('error', (err: Error) => (lastError = err.message));
+    // The client reconnects by itself (its retryStrategy); the log hears once that it lost Redis and once that it is back.
+    r.on('close', () => redis === r && notices.lost(lastError || 'the connection closed'));
+    r.on('ready', () => notices.restored());
+    return r;
   };
   return {
     async send(message, job) {
@@ -47,8 +56,8 @@ export function createRedisStreamTransport(target: Target, d: RedisStreamDestina
       if (signature !== undefined) fields.push('signature', signature);
       // Every header the message carries (content-type, x-webhook-environment, tracing …), as one JSON field.
       fields.push('headers', JSON.stringify(message.headers));
-      const r = client();
       try {
+        const r = client();
         const entry = d.maxLen === undefined ? await r.xadd(stream, '*', ...fields) : await r.xadd(stream, 'MAXLEN', '~', d.maxLen, '*', ...fields);
         if (d.minReplicasAck > 0) {
           const acked = await r.wait(d.minReplicasAck, target.timeoutMs);
@@ -67,9 +76,17 @@ export function createRedisStreamTransport(target: Target, d: RedisStreamDestina
       }
     },
     async close(ms) {
+      closed = true;
       const r = redis;
       redis = undefined;
-      if (r && !(await settlesWithin(r.quit(), ms))) r.disconnect();
+      if (!r) return;
+      await settlesWithin(r.quit(), ms);
+      // A QUIT that timed out (commandTimeout), failed or got no answer leaves the socket open: drop it
+      // now (disconnect() alone ends it on a timer), so close resolves with nothing of it left.
+      if (r.status !== 'end') {
+        r.disconnect();
+        r.stream?.destroy();
+      }
     },
   };
 }
