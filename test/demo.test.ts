@@ -52,14 +52,14 @@ describe('npm run demo', () => {
     expect(out).toMatch(/series 2: replay\s+by cli:/);
     expect(out).toMatch(/series 2: resend\s+by cli:/);
     // Nothing that needs the service that has exited: no dashboard, no API calls, no "keeps running".
-    expect(out).not.toMatch(/dashboard:|curl |Ctrl-C|keeps running/);
+    expect(out).not.toMatch(/events console:|Bull Board|curl |Ctrl-C|keeps running/);
     // The service's JSON lines are in its log file, not among the demo's lines.
     expect(out.split('\n').filter((l) => l.startsWith('{'))).toEqual([]);
     expect(readFileSync(path.join(ROOT, '.demo/service.log'), 'utf8')).toMatch(/"message":"receiver listening"/);
     expect(await demoKeys()).toEqual([]);
   });
 
-  it('kept running: every printed CLI command, run as printed, exits 0; Ctrl-C stops it and removes its keys', async () => {
+  it('kept running: every printed CLI command, run as printed, exits 0; the console finds an event by request_id; a SIGTERM stops it, its service too, and removes its keys', async () => {
     const demo = run(process.execPath, ['dist/src/demo/main.js']);
     const deadline = Date.now() + 90000;
     while (!/Ctrl-C stops/.test(demo.output())) {
@@ -82,8 +82,16 @@ describe('npm run demo', () => {
       expect(await viewed.exited).toBe(0);
       const body = JSON.parse(viewed.output()) as { deliveries: { target: string; series: { trigger: string }[] }[] };
       expect(body.deliveries.find((d) => d.target === 'ledger')?.series.map((s) => s.trigger)).toEqual(['received', 'replay']);
+      // The events console, with the credentials printed, finds the dead-lettered event by its request_id.
+      const [, consoleUrl, password] = /events console: (\S+) {2}\(user admin, password (\S+)\):/.exec(out) ?? [];
+      const requestId = /event --request-id (REQ\w+)$/m.exec(out)?.[1];
+      const page = await fetch(`${consoleUrl}/events?q=${requestId}`, { headers: { authorization: `Basic ${Buffer.from(`admin:${password}`).toString('base64')}` } });
+      expect(page.status).toBe(200);
+      const deadLettered = /dlq replay ledger\/(evt_[0-9a-f]{40})$/m.exec(out)?.[1];
+      expect(deadLettered).toBeDefined();
+      expect(await page.text()).toContain(deadLettered);
     } finally {
-      demo.child.kill('SIGINT');
+      demo.child.kill('SIGTERM');
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([demo.exited, new Promise((r) => (timer = setTimeout(r, 20000)))]);
       clearTimeout(timer);
@@ -91,5 +99,9 @@ describe('npm run demo', () => {
     }
     expect(demo.child.exitCode).toBe(0);
     expect(await demoKeys()).toEqual([]);
+    // Its service stopped with it: nothing answers on the public port the demo printed.
+    const servicePort = Number(/service is up at http:\/\/127\.0\.0\.1:(\d+)/.exec(demo.output())?.[1]);
+    expect(servicePort).toBeGreaterThan(0);
+    await expect(fetch(`http://127.0.0.1:${servicePort}/healthz`)).rejects.toThrow();
   });
 });

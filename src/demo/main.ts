@@ -42,9 +42,13 @@ async function main(): Promise<number> {
     (cleaned ??= (async () => {
       for (const step of cleanups.reverse()) await step().catch((err: Error) => say(`clean-up: ${err.message}`));
     })());
-  process.on('SIGINT', () => {
-    void cleanUp().then(() => process.exit(0));
-  });
+  // Ctrl-C, and a stop from outside (`kill`, `timeout`, a closed terminal): either way the service the
+  // demo started stops with it, rather than being left running on the demo's ports and prefix.
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    process.on(signal, () => {
+      void cleanUp().then(() => process.exit(0));
+    });
+  }
 
   try {
     let redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -197,7 +201,8 @@ async function main(): Promise<number> {
     printCommands(cliCommands(facts));
     say('the same through the admin API:');
     printCommands(apiCommands(facts));
-    say(`dashboard: ${adminUrl}/admin/queues  (user admin, password ${adminToken})`);
+    say(`events console: ${adminUrl}/admin/console  (user admin, password ${adminToken}): search a request_id above, read each target's attempts, replay or resend`);
+    say(`raw queues (Bull Board): ${adminUrl}/admin/queues  (the same user)`);
     say(`send more: npm run cli -- send payment.result --url ${url} --key ${path.relative(process.cwd(), base.keyFile)}`);
     say("Ctrl-C stops the service and removes the demo's keys.");
     await new Promise<never>(() => undefined);
