@@ -1,15 +1,15 @@
-import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
+import { copyFileSync, mkdirSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import AxeBuilder from '@axe-core/playwright';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { launchChromium } from './support/browser';
 import { eventDetail } from '../src/operations/event-detail';
 import { consoleWorld, OPERATOR, REQUEST_ID, VIEWER, type ConsoleWorld } from './support/console-event';
 import { waitUntil } from './support/forwarding-harness';
 import { FakePlatform } from './support/platform';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 /** Written on every run; with UPDATE_DOCS_SCREENSHOT=1 also copied to the README's image. */
 const SCREENSHOT = path.resolve(__dirname, 'artifacts', 'console-event.png');
 const DOCS_SCREENSHOT = path.resolve(__dirname, '..', 'docs', 'images', 'console-event.png');
@@ -20,15 +20,11 @@ let browser: Browser;
 let base: string;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`no browser at ${CHROMIUM}: apt-get install chromium (bash .ci/run does), or set CHROMIUM_PATH`);
   w = await consoleWorld(platform);
   server = w.f.admin.listen(0, '127.0.0.1');
   await new Promise((r) => server.once('listening', r));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  browser = await launchChromium();
 }, 60000);
 afterAll(async () => {
   await browser?.close();

@@ -1,12 +1,12 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromium } from './support/browser';
 import { ADMIN_TEST_TOKEN, buildForwarding, type ForwardingHarness } from './support/forwarding-harness';
 import { FakePlatform } from './support/platform';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const SCREENSHOT = path.resolve(__dirname, 'artifacts', 'dashboard.png');
 const platform = new FakePlatform();
 let f: ForwardingHarness;
@@ -14,15 +14,11 @@ let server: Server;
 let browser: Browser;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`no browser at ${CHROMIUM}: apt-get install chromium (bash .ci/run does), or set CHROMIUM_PATH`);
   f = buildForwarding(platform, [{ name: 'ledger', url: 'http://127.0.0.1:9/unused', events: ['payment.result'] }]);
   await platform.send(f.receiver.app, platform.signed('fx.result', { body: 'not json' })).expect(200);
   server = f.admin.listen(0, '127.0.0.1');
   await new Promise((r) => server.once('listening', r));
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  browser = await launchChromium();
 }, 60000);
 afterAll(async () => {
   await browser?.close();
