@@ -1,5 +1,5 @@
 import { Webhook } from 'standardwebhooks';
-import { buildForwarding, waitUntil, type ForwardingHarness } from './support/forwarding-harness';
+import { buildForwarding, perWindow, waitUntil, type ForwardingHarness } from './support/forwarding-harness';
 import { FakePlatform } from './support/platform';
 import { TargetServer } from './support/target-server';
 
@@ -205,15 +205,7 @@ describe('flow control', () => {
     // 12 deliveries at 4 per 500 ms take at least two full windows after the first.
     expect(times[11]! - times[0]!).toBeGreaterThanOrEqual(950);
     // The windows, 25 ms shorter for the clocks' jitter.
-    const windows: number[] = [];
-    let start = -Infinity;
-    for (const t of times) {
-      if (t >= start + 475) {
-        start = t;
-        windows.push(0);
-      }
-      windows[windows.length - 1]!++;
-    }
+    const windows = perWindow(times, 475);
     expect(Math.max(...windows)).toBeLessThanOrEqual(4);
     expect(windows.length).toBeGreaterThanOrEqual(3);
   });

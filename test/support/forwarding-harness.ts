@@ -88,3 +88,21 @@ export async function sendDeliveredAndDeadLettered(f: ForwardingHarness, deliver
   await waitUntil(async () => (await f.pipeline.deliveryQueue(deliveredTarget)!.getJobState(eventId)) === 'completed', 5000, `${deliveredTarget} completed`);
   return eventId;
 }
+
+/**
+ * How many of `times` (ms, any order) fall in each rate-limit window: a window opens at the first time
+ * not in the one before and lasts `windowMs` (give it a little less than the limiter's, for the
+ * clocks' jitter).
+ */
+export function perWindow(times: readonly number[], windowMs: number): number[] {
+  const windows: number[] = [];
+  let start = -Infinity;
+  for (const t of [...times].sort((a, b) => a - b)) {
+    if (t >= start + windowMs) {
+      start = t;
+      windows.push(0);
+    }
+    windows[windows.length - 1]!++;
+  }
+  return windows;
+}
