@@ -12,8 +12,21 @@ describe('tracing settings (the standard OTEL_* variables)', () => {
   });
 
   it('when an endpoint is set, then the base one gets /v1/traces, the traces one is used as given, and protobuf is the default protocol', () => {
-    expect(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318/' })).toEqual({ on: true, endpoint: 'http://c:4318/v1/traces', protocol: 'http/protobuf' });
-    expect(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://t/x', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' })).toEqual({ on: true, endpoint: 'http://t/x', protocol: 'http/json' });
+    expect(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318/' })).toMatchObject({ on: true, endpoint: 'http://c:4318/v1/traces', protocol: 'http/protobuf' });
+    expect(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://t/x', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' })).toMatchObject({ on: true, endpoint: 'http://t/x', protocol: 'http/json' });
+  });
+
+  it('when OTEL_BSP_* are unset, then the batches follow the specification\'s defaults; when set, their values, a batch never above the queue', () => {
+    const on = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' };
+    expect(tracingSettings(on)).toMatchObject({ batch: { maxQueueSize: 2048, maxExportBatchSize: 512, scheduledDelayMillis: 5000, exportTimeoutMillis: 30000 } });
+    const set = { ...on, OTEL_BSP_MAX_QUEUE_SIZE: '100', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '400', OTEL_BSP_SCHEDULE_DELAY: '250', OTEL_BSP_EXPORT_TIMEOUT: '2000' };
+    expect(tracingSettings(set)).toMatchObject({ batch: { maxQueueSize: 100, maxExportBatchSize: 100, scheduledDelayMillis: 250, exportTimeoutMillis: 2000 } });
+  });
+
+  it('when an OTEL_BSP_* value is not a whole number of at least 1, then it is refused by name', () => {
+    const on = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' };
+    expect(() => tracingSettings({ ...on, OTEL_BSP_SCHEDULE_DELAY: '5s' })).toThrow('OTEL_BSP_SCHEDULE_DELAY: expected a whole number of at least 1, got 5s');
+    expect(() => tracingSettings({ ...on, OTEL_BSP_MAX_QUEUE_SIZE: '0' })).toThrow('OTEL_BSP_MAX_QUEUE_SIZE');
   });
 
   it('when the protocol is one the service does not speak, then it is refused with the ones it does', () => {

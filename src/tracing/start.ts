@@ -20,11 +20,12 @@ export async function startTracing(env: Record<string, string | undefined>, warn
   const settings = tracingSettings(env);
   if (!settings.on) return undefined;
   const api = await import('@opentelemetry/api');
-  const { BasicTracerProvider, BatchSpanProcessor } = await import('@opentelemetry/sdk-trace-base');
+  const { BasicTracerProvider } = await import('@opentelemetry/sdk-trace-base');
   const { resourceFromAttributes, detectResources, envDetector } = await import('@opentelemetry/resources');
   const { ATTR_SERVICE_NAME } = await import('@opentelemetry/semantic-conventions');
-  const { OTLPTraceExporter } = settings.protocol === 'http/json' ? await import('@opentelemetry/exporter-trace-otlp-http') : await import('@opentelemetry/exporter-trace-otlp-proto');
   const { createSdkTracing } = await import('./sdk');
+  const { EncodingSpanProcessor } = await import('./encoding-span-processor');
+  const { createBatchExporter } = await import('./batch-exporter');
 
   api.diag.setLogger(
     {
@@ -39,9 +40,10 @@ export async function startTracing(env: Record<string, string | undefined>, warn
   // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win over the default name.
   const resource = resourceFromAttributes({ [ATTR_SERVICE_NAME]: defaultServiceName }).merge(detectResources({ detectors: [envDetector] }));
   // The exporter reads OTEL_EXPORTER_OTLP_(TRACES_)HEADERS, _TIMEOUT and _COMPRESSION itself; the
-  // provider the sampler (OTEL_TRACES_SAMPLER, _ARG); the batch processor OTEL_BSP_*.
-  const exporter = new OTLPTraceExporter({ url: settings.endpoint });
-  const provider = new BasicTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(exporter)] });
+  // provider the sampler (OTEL_TRACES_SAMPLER, _ARG); settings.ts OTEL_BSP_*.
+  const exporter = createBatchExporter(settings.endpoint, settings.protocol);
+  const report = (message: string) => warn(`otel:${message.replace(/\d+/g, 'N')}`, 'tracing: spans were not exported', { error: message });
+  const provider = new BasicTracerProvider({ resource, spanProcessors: [new EncodingSpanProcessor(settings.protocol, exporter, settings.batch, report)] });
   installTracing(createSdkTracing(api, provider.getTracer('webhook-receiver')));
   return {
     settings,
