@@ -31,13 +31,17 @@ export function createSdkTracing(api: OtelApi, tracer: Api.Tracer): Tracing {
 
   function notify(eventType: string, route: string, platformTraceparent: string | string[] | undefined): NotifySpan {
     const platform = remote(typeof platformTraceparent === 'string' ? platformTraceparent : undefined);
-    const span = tracer.startSpan(`POST ${route}`, {
-      kind: SpanKind.SERVER,
-      // Unsigned, so anyone could name any trace: a link at most, never the parent.
-      root: true,
-      links: platform ? [{ context: platform, attributes: { 'webhook.link': 'platform traceparent (unsigned)' } }] : undefined,
-      attributes: { 'http.request.method': 'POST', 'http.route': route, 'webhook.event_type': eventType },
-    });
+    // The root context: a new trace. The platform's traceparent is unsigned, so anyone could name
+    // any trace with it: a link at most, never the parent.
+    const span = tracer.startSpan(
+      `POST ${route}`,
+      {
+        kind: SpanKind.SERVER,
+        links: platform ? [{ context: platform, attributes: { 'webhook.link': 'platform traceparent (unsigned)' } }] : undefined,
+        attributes: { 'http.request.method': 'POST', 'http.route': route, 'webhook.event_type': eventType },
+      },
+      ROOT_CONTEXT,
+    );
     const context = span.spanContext();
     const parent = trace.setSpan(ROOT_CONTEXT, span);
     return {
@@ -109,7 +113,7 @@ export function createSdkTracing(api: OtelApi, tracer: Api.Tracer): Tracing {
   }
 
   function operator(action: 'resend' | 'replay', by: string): OperatorSpan {
-    const span = tracer.startSpan(`webhook ${action}`, { kind: SpanKind.INTERNAL, root: true, attributes: { 'webhook.action': action, 'webhook.operator': by } });
+    const span = tracer.startSpan(`webhook ${action}`, { kind: SpanKind.INTERNAL, attributes: { 'webhook.action': action, 'webhook.operator': by } }, ROOT_CONTEXT);
     const linked = new Set<string>();
     return {
       link(traceparent) {
