@@ -55,7 +55,7 @@ describe('the OpenAPI description', () => {
     const doc = generate();
     expect(Object.keys(doc.webhooks)).toEqual(EVENT_TABLE.map((e) => e.type));
     const forwarded = doc.webhooks['payment.result']!.post;
-    expect(forwarded.parameters.map((p) => doc.components.parameters[p.$ref.split('/').pop()!]!.name)).toEqual(['webhook-id', 'webhook-timestamp', 'webhook-signature', 'x-merch-id', 'x-webhook-environment', 'x-webhook-corrected']);
+    expect(forwarded.parameters.map((p) => doc.components.parameters[p.$ref.split('/').pop()!]!.name)).toEqual(['webhook-id', 'webhook-timestamp', 'webhook-signature', 'x-merch-id', 'x-webhook-environment', 'traceparent', 'tracestate', 'x-webhook-corrected']);
     expect(forwarded.requestBody.content['application/json']!.schema.properties).toMatchObject({ type: { const: 'payment.result' }, data: { type: 'object' } });
   });
 

@@ -14,6 +14,8 @@ export const WEBHOOK_PARAMETERS = {
   },
   forwardedMerchId: { name: 'x-merch-id', in: 'header', required: false, description: 'The notification\'s `X-Merch-Id`, when it carried one.', schema: { type: 'string' } },
   environment: { name: 'x-webhook-environment', in: 'header', required: true, description: 'The platform environment whose key verified the notification (`production`, `sandbox`, … as configured). A target takes only the environments it names.', schema: { type: 'string' } },
+  traceparent: { name: 'traceparent', in: 'header', required: false, description: 'While tracing is on: the W3C trace context of this attempt\'s span, so the target continues the notification\'s trace. Not covered by `webhook-signature`.', schema: { type: 'string', pattern: '^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$' } },
+  tracestate: { name: 'tracestate', in: 'header', required: false, description: 'While tracing is on, when the attempt\'s span has one: the W3C trace state.', schema: { type: 'string' } },
   corrected: { name: 'x-webhook-corrected', in: 'header', required: false, description: '`true` when an operator replayed the notification with a corrected body: the platform did not sign these bytes.', schema: { type: 'string', const: 'true' } },
 } as const;
 
@@ -23,7 +25,7 @@ function webhook(e: EventDefinition): Record<string, unknown> {
       operationId: `deliver_${e.type.replace(/[^a-z0-9]+/g, '_')}`,
       summary: `${e.type}, as forwarded to a target (format: standard)`,
       description:
-        'Sent to every target subscribed to this type. A `passthrough` target instead receives the platform\'s original body and signature headers, with `webhook-id` and `x-forwarded-uri`.',
+        'Sent to every target subscribed to this type. A target with a `transform` receives, with the same headers and a signature over the bytes sent, whatever JSON its transform returns instead of this body (docs/transformations.md). A `passthrough` target instead receives the platform\'s original body and signature headers, with `webhook-id` and `x-forwarded-uri`.',
       tags: ['forwarded events'],
       // Signed when the target has a secret; a target without one gets unsigned requests.
       security: [{ webhookSignature: [] }, {}],
