@@ -7,9 +7,10 @@ import { ROOT_CONTEXT, TraceFlags, trace } from '@opentelemetry/api';
 import { ExportResultCode } from '@opentelemetry/core';
 import { ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import { BasicTracerProvider, type ReadableSpan, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
 import { EncodingSpanProcessor, type BatchExporter } from '../src/tracing/encoding-span-processor';
 import type { BatchSettings } from '../src/tracing/settings';
+import { CollectSpans } from './support/collect-spans';
 
 /** A local OTLP/HTTP collector: keeps each request's body and headers, and answers as told. */
 class Collector {
@@ -42,17 +43,6 @@ class Collector {
   }
 }
 
-/** Keeps the ended spans too, to compare what was sent with the OpenTelemetry serializer's bytes. */
-class Keep implements SpanProcessor {
-  readonly spans: ReadableSpan[] = [];
-  onStart(): void {}
-  onEnd(span: ReadableSpan): void {
-    this.spans.push(span);
-  }
-  forceFlush = () => Promise.resolve();
-  shutdown = () => Promise.resolve();
-}
-
 const SETTINGS: BatchSettings = { maxQueueSize: 2048, maxExportBatchSize: 10, scheduledDelayMillis: 300, exportTimeoutMillis: 5000 };
 let collector: Collector;
 const reports: string[] = [];
@@ -83,7 +73,7 @@ function postingExporter(url: string): BatchExporter {
 
 function setUp(settings: Partial<BatchSettings> = {}) {
   const processor = new EncodingSpanProcessor('http/protobuf', postingExporter(collector.url), { ...SETTINGS, ...settings }, (m) => reports.push(m));
-  const keep = new Keep();
+  const keep = new CollectSpans();
   const provider = new BasicTracerProvider({ resource: resourceFromAttributes({ 'service.name': 'batch-test' }), spanProcessors: [keep, processor] });
   const tracer = provider.getTracer('batch-test');
   const end = (n: number) => {

@@ -1,21 +1,11 @@
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, trace, type Context } from '@opentelemetry/api';
 import { JsonTraceSerializer, ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import { BasicTracerProvider, type ReadableSpan, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { BasicTracerProvider, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { SpanBatch } from '../src/tracing/otlp-batch';
+import { CollectSpans } from './support/collect-spans';
 
-/** Keeps every ended span, to encode them both ways. */
-class Collect implements SpanProcessor {
-  readonly spans: ReadableSpan[] = [];
-  onStart(): void {}
-  onEnd(span: ReadableSpan): void {
-    this.spans.push(span);
-  }
-  forceFlush = () => Promise.resolve();
-  shutdown = () => Promise.resolve();
-}
-
-function providerWith(collect: Collect, schemaUrl?: string) {
+function providerWith(collect: CollectSpans, schemaUrl?: string) {
   const resource = resourceFromAttributes({ 'service.name': 'webhook-receiver-test', 'deployment.environment.name': 'production', 'process.pid': 4242, 'host.arch': 'amd64' }, { schemaUrl });
   return new BasicTracerProvider({ resource, spanProcessors: [collect] });
 }
@@ -25,7 +15,7 @@ const remoteParent = (flags = TraceFlags.SAMPLED): Context =>
 
 /** Spans with every part OTLP carries: links, events, errors, trace state, remote and local parents, each kind of value. */
 function varietyOfSpans(schemaUrl?: string): ReadableSpan[] {
-  const collect = new Collect();
+  const collect = new CollectSpans();
   const provider = providerWith(collect, schemaUrl);
   const tracer = provider.getTracer('webhook-receiver');
   const other = provider.getTracer('other-scope', '1.2.3', { schemaUrl: 'https://opentelemetry.io/schemas/1.30.0' });

@@ -27,15 +27,7 @@ export function writeSpanEntry(w: ProtoWriter, span: ReadableSpan): void {
   w.tag(2, LENGTH);
   const start = w.open();
   const context = span.spanContext();
-  w.tag(1, LENGTH);
-  w.hex(context.traceId);
-  w.tag(2, LENGTH);
-  w.hex(context.spanId);
-  const traceState = context.traceState?.serialize();
-  if (traceState) {
-    w.tag(3, LENGTH);
-    w.string(traceState);
-  }
+  writeIds(w, context);
   const parent = span.parentSpanContext;
   if (parent?.spanId) {
     w.tag(4, LENGTH);
@@ -73,6 +65,19 @@ export function writeSpanEntry(w: ProtoWriter, span: ReadableSpan): void {
   w.close(start);
 }
 
+/** Fields 1 to 3 of a span and of a link alike: trace id, span id and trace state (when there is one). */
+function writeIds(w: ProtoWriter, context: SpanContext): void {
+  w.tag(1, LENGTH);
+  w.hex(context.traceId);
+  w.tag(2, LENGTH);
+  w.hex(context.spanId);
+  const traceState = context.traceState?.serialize();
+  if (traceState) {
+    w.tag(3, LENGTH);
+    w.string(traceState);
+  }
+}
+
 function writeEvent(w: ProtoWriter, event: TimedEvent): void {
   w.tag(11, LENGTH);
   const start = w.open();
@@ -89,16 +94,8 @@ function writeEvent(w: ProtoWriter, event: TimedEvent): void {
 function writeLink(w: ProtoWriter, link: Link): void {
   w.tag(13, LENGTH);
   const start = w.open();
-  const context: SpanContext = link.context;
-  w.tag(1, LENGTH);
-  w.hex(context.traceId);
-  w.tag(2, LENGTH);
-  w.hex(context.spanId);
-  const traceState = context.traceState?.serialize();
-  if (traceState) {
-    w.tag(3, LENGTH);
-    w.string(traceState);
-  }
+  const context = link.context;
+  writeIds(w, context);
   if (link.attributes) writeAttributes(w, 4, link.attributes);
   w.tag(5, VARINT);
   w.varint(link.droppedAttributesCount ?? 0);
