@@ -122,3 +122,68 @@ describe('a malformed job among the dead letters', () => {
     expect(cli.stdout).toMatch(/erp\/broken-json .*unreadable job/);
   }, 30000);
 });
+
+describe('a malformed job in the quarantine', () => {
+  // Job ids of the quarantine's shape (so a replay reads them), written straight into the queue as
+  // no current receiver would: data that is not JSON, and data without the body and the errors.
+  const NOT_JSON = '0000000000000001-notjson';
+  const NO_BODY = '0000000000000002-nobody';
+  let readableId: string;
+
+  beforeAll(async () => {
+    await platform.send(f.receiver.app, platform.signed('payment.result', { body: '<xml/>' })).expect(200);
+    const queue = f.pipeline.quarantine;
+    const partial = JSON.stringify({ eventId: `evt_${'0'.repeat(40)}`, eventType: 'payment.result', receivedAt: new Date().toISOString() });
+    for (const [id, data] of [[NOT_JSON, '{not json'], [NO_BODY, partial]] as const) {
+      await redis.hset(queue.toKey(id), 'name', 'payment.result', 'data', data, 'opts', '{}', 'timestamp', String(Date.now()));
+      await redis.lpush(queue.toKey('wait'), id);
+    }
+  });
+
+  it('is listed as unreadable beside the readable ones, with a warn line naming it, through the admin API and the CLI', async () => {
+    const res = await admin().get('/admin/api/quarantine');
+    expect(res.status).toBe(200);
+    const byId = Object.fromEntries((res.body.quarantined as { id: string; unreadable?: string }[]).map((q) => [q.id, q]));
+    expect(Object.keys(byId)).toHaveLength(3);
+    const readable = (res.body.quarantined as { id: string; eventType?: string }[]).find((q) => q.eventType === 'payment.result')!;
+    readableId = readable.id;
+    expect(readable).toMatchObject({ reason: 'invalid', errors: [expect.stringMatching(/not JSON/)] });
+    expect(byId[NOT_JSON]).toEqual({ id: NOT_JSON, unreadable: expect.stringMatching(/^its stored job is not JSON: /) });
+    expect(byId[NO_BODY]).toEqual({ id: NO_BODY, unreadable: expect.stringContaining('rawBody') });
+    for (const id of [NOT_JSON, NO_BODY]) {
+      expect(f.adminLogs.find((l) => l.level === 'warn' && l.jobId === id)).toMatchObject({ message: 'quarantined job unreadable', queue: 'quarantine', reason: byId[id]!.unreadable });
+    }
+
+    const cli = await cliStdout('quarantine', 'list');
+    expect(cli.code).toBe(0);
+    expect(cli.stdout).toMatch(new RegExp(`^${readableId}\\s+payment\\.result\\s+production\\s`, 'm'));
+    expect(cli.stdout).toMatch(new RegExp(`^${NOT_JSON}\\s.*unreadable: its stored job is not JSON: `, 'm'));
+    expect(cli.stdout).toMatch(new RegExp(`^${NO_BODY}\\s.*unreadable: .*rawBody`, 'm'));
+    expect(cli.stdout).toContain('3 quarantined, 2 of them unreadable');
+    expect(cli.stderr).toMatch(new RegExp(`"jobId":"${NOT_JSON}"`));
+  }, 30000);
+
+  it('is refused by a replay (409 unreadable_job in the API, an error and exit 1 in the CLI), and nothing named with it is replayed', async () => {
+    const res = await request(f.admin).post('/admin/api/quarantine/replay').set('authorization', `Bearer ${ADMIN_TEST_TOKEN}`).send({ ids: [readableId, NOT_JSON] });
+    expect(res.status).toBe(409);
+    expect(res.body).toEqual({
+      error: 'unreadable_job',
+      message: expect.stringContaining(NOT_JSON),
+      unreadable: [{ id: NOT_JSON, reason: expect.stringMatching(/^its stored job is not JSON: /) }],
+    });
+    expect(f.adminLogs.find((l) => l.action === 'quarantine.replay' && l.refused !== undefined)).toMatchObject({ items: [readableId, NOT_JSON], refused: expect.stringContaining(NOT_JSON) });
+    const listed = await admin().get('/admin/api/quarantine');
+    expect(listed.body.quarantined.map((q: { id: string }) => q.id)).toEqual(expect.arrayContaining([readableId, NOT_JSON, NO_BODY]));
+
+    // The readable one is still there to act on: replayed alone, it answers as its body deserves.
+    const alone = await request(f.admin).post('/admin/api/quarantine/replay').set('authorization', `Bearer ${ADMIN_TEST_TOKEN}`).send({ ids: [readableId] });
+    expect([alone.status, alone.body.results]).toEqual([200, [{ id: readableId, outcome: 'still_invalid', errors: [expect.stringMatching(/not JSON/)] }]]);
+
+    const noBody = await request(f.admin).post('/admin/api/quarantine/replay').set('authorization', `Bearer ${ADMIN_TEST_TOKEN}`).send({ ids: [NO_BODY] });
+    expect([noBody.status, noBody.body.error]).toEqual([409, 'unreadable_job']);
+
+    const cli = await cliStdout('quarantine', 'replay', NO_BODY);
+    expect(cli.code).toBe(1);
+    expect(cli.stderr).toMatch(new RegExp(`^error: .*${NO_BODY}.*unreadable.*rawBody`, 'm'));
+  }, 30000);
+});

@@ -43,7 +43,7 @@ export function wireAdmin(config: Config, pipeline: Pipeline, registry: Registry
     redis,
     pipeline,
     deadLetters: createDeadLetters(pipeline),
-    quarantine: createQuarantine(pipeline, { allowCorrections: config.adminAllowCorrections }),
+    quarantine: createQuarantine(pipeline, { allowCorrections: config.adminAllowCorrections, logger }),
     targets: createTargetControl(pipeline),
     resender: createResender(pipeline),
     reloader,

@@ -22,7 +22,7 @@ export interface OperatorContext {
 export function recoveryFor(ctx: OperatorContext, pipeline: Pipeline): Recovery {
   return createRecovery({
     deadLetters: createDeadLetters(pipeline),
-    quarantine: createQuarantine(pipeline, { allowCorrections: ctx.config.adminAllowCorrections }),
+    quarantine: createQuarantine(pipeline, { allowCorrections: ctx.config.adminAllowCorrections, logger: ctx.logger }),
     targets: createTargetControl(pipeline),
     blockedKeys: createBlockedKeys(pipeline),
     resender: createResender(pipeline),

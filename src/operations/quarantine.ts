@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { Logger } from '../logging/logger';
 import { eventDefinition } from '../model/event-table';
 import { isRequestJobId } from '../model/ids';
 import { decodeRawBody, eventJob, type QuarantineReason } from '../model/jobs';
@@ -6,8 +7,14 @@ import type { Producer } from '../pipeline/producer';
 import type { QueueRegistry } from '../pipeline/queue-registry';
 import { parsePayload } from '../receiving/parse-payload';
 import { ServiceError } from '../model/errors';
+import { createQuarantinedJobs, isUnreadable, type QuarantinedJob, type UnreadableJob } from './quarantined-jobs';
 
-export interface QuarantinedView {
+export type { UnreadableJob } from './quarantined-jobs';
+
+/** A listed quarantine job: a readable one, or one that is not (its id and why: `unreadable`). */
+export type QuarantinedView = ReadableView | UnreadableJob;
+
+export interface ReadableView {
   id: string;
   eventId: string;
   eventType: string;
@@ -39,9 +46,23 @@ export class CorrectionsDisabledError extends ServiceError {
   }
 }
 
+/** A replay named quarantine jobs that cannot be read: nothing named with them was replayed. 409. */
+export class UnreadableJobError extends ServiceError {
+  readonly code = 'unreadable_job';
+  readonly status = 409;
+  constructor(readonly jobs: readonly UnreadableJob[]) {
+    super(`cannot replay ${jobs.map((j) => `${j.id} (unreadable: ${j.unreadable})`).join(', ')}; nothing was replayed`);
+  }
+  override answer() {
+    return { ...super.answer(), unreadable: this.jobs.map((j) => ({ id: j.id, reason: j.unreadable })) };
+  }
+}
+
 export interface QuarantineOptions {
   /** Whether a replay may carry a corrected body (`adminAllowCorrections`). @defaultValue false */
-  allowCorrections: boolean;
+  allowCorrections?: boolean;
+  /** Where a quarantine job that cannot be read is reported, at warn. */
+  logger: Pick<Logger, 'warn'>;
 }
 
 /**
@@ -51,23 +72,14 @@ export interface QuarantineOptions {
  * or, when corrections are allowed, with a corrected body from the operator, marked `corrected` on
  * every forwarded request; it keeps its event id, so downstream `webhook-id` de-duplication still holds.
  */
-export function createQuarantine(pipeline: Pick<QueueRegistry, 'quarantine'> & Pick<Producer, 'enqueueEvent'>, options: QuarantineOptions = { allowCorrections: false }) {
+export function createQuarantine(pipeline: Pick<QueueRegistry, 'quarantine'> & Pick<Producer, 'enqueueEvent'>, options: QuarantineOptions) {
+  const jobs = createQuarantinedJobs(pipeline.quarantine, options.logger);
+
   async function list(limit = 100): Promise<QuarantinedView[]> {
-    const jobs = await pipeline.quarantine.getJobs(['waiting', 'delayed', 'failed'], 0, limit - 1);
-    return jobs.map((job) => ({
-      id: job.id ?? '',
-      eventId: job.data.eventId,
-      eventType: job.data.eventType,
-      ...(job.data.environment ? { environment: job.data.environment } : {}),
-      receivedAt: job.data.receivedAt,
-      reason: job.data.reason ?? 'invalid',
-      errors: job.data.errors,
-      bodyBytes: Buffer.byteLength(job.data.rawBody, job.data.rawBodyEncoding),
-    }));
+    return (await jobs.list(limit)).map((job) => (isUnreadable(job) ? job : viewOf(job)));
   }
 
-  async function replayOne(id: string, correctedBody?: string): Promise<QuarantineReplayOutcome> {
-    const job = isRequestJobId(id) ? await pipeline.quarantine.getJob(id) : undefined;
+  async function replayOne(id: string, job: QuarantinedJob | undefined, correctedBody?: string): Promise<QuarantineReplayOutcome> {
     if (!job) return { id, outcome: 'not_found' };
     const { errors: _errors, reason: _reason, ...received } = job.data;
     const text = correctedBody ?? (received.rawBodyEncoding === 'utf8' ? received.rawBody : '');
@@ -93,8 +105,17 @@ export function createQuarantine(pipeline: Pick<QueueRegistry, 'quarantine'> & P
   async function replay(ids: readonly string[], correctedBody?: string): Promise<QuarantineReplayOutcome[]> {
     if (correctedBody !== undefined && !options.allowCorrections) throw new CorrectionsDisabledError();
     if (correctedBody !== undefined && ids.length !== 1) throw new Error('a corrected body replays exactly one quarantined notification');
+    // Every job is read before any is replayed, so a refusal leaves the request's readable ones
+    // untouched; each id once, as a job read here is gone after its replay.
+    const unique = [...new Set(ids)];
+    const found = await Promise.all(unique.map((id) => (isRequestJobId(id) ? jobs.read(id) : undefined)));
+    const unreadable = found.filter((job): job is UnreadableJob => job !== undefined && isUnreadable(job));
+    if (unreadable.length) throw new UnreadableJobError(unreadable);
     const out: QuarantineReplayOutcome[] = [];
-    for (const id of ids) out.push(await replayOne(id, correctedBody));
+    for (const [i, id] of unique.entries()) {
+      const job = found[i];
+      out.push(await replayOne(id, job && !isUnreadable(job) ? job : undefined, correctedBody));
+    }
     return out;
   }
 
@@ -102,6 +123,20 @@ export function createQuarantine(pipeline: Pick<QueueRegistry, 'quarantine'> & P
 }
 
 export type Quarantine = ReturnType<typeof createQuarantine>;
+
+function viewOf(job: QuarantinedJob): ReadableView {
+  const { data } = job;
+  return {
+    id: job.id ?? '',
+    eventId: data.eventId,
+    eventType: data.eventType,
+    ...(data.environment ? { environment: data.environment } : {}),
+    receivedAt: data.receivedAt,
+    reason: data.reason ?? 'invalid',
+    errors: data.errors,
+    bodyBytes: Buffer.byteLength(data.rawBody, data.rawBodyEncoding),
+  };
+}
 
 function sha256Hex(bytes: Buffer): string {
   return createHash('sha256').update(bytes).digest('hex');

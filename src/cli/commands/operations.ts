@@ -89,11 +89,14 @@ export function quarantineCommand(ctx: OperatorContext, args: string[]): Promise
   const [sub, ...rest] = args;
   const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: { body: { type: 'string' }, limit: { type: 'string' } } });
   return withQueues(config, async (pipeline) => {
-    const quarantine = createQuarantine(pipeline);
     if (sub === 'list') {
-      const items = await quarantine.list(values.limit ? Number(values.limit) : 100);
-      out(formatTable(['ID', 'EVENT TYPE', 'ENVIRONMENT', 'RECEIVED AT', 'REASON', 'BYTES', 'ERRORS'], items.map((q) => [q.id, q.eventType, q.environment, q.receivedAt, q.reason, q.bodyBytes, q.errors.join('; ')])));
-      out(`${items.length} quarantined`);
+      const items = await createQuarantine(pipeline, { logger: ctx.logger }).list(values.limit ? Number(values.limit) : 100);
+      out(formatTable(
+        ['ID', 'EVENT TYPE', 'ENVIRONMENT', 'RECEIVED AT', 'REASON', 'BYTES', 'ERRORS'],
+        items.map((q) => ('unreadable' in q ? [q.id, '', '', '', '', '', `unreadable: ${q.unreadable}`] : [q.id, q.eventType, q.environment, q.receivedAt, q.reason, q.bodyBytes, q.errors.join('; ')])),
+      ));
+      const unreadable = items.filter((q) => 'unreadable' in q).length;
+      out(`${items.length} quarantined${unreadable ? `, ${unreadable} of them unreadable` : ''}`);
       return 0;
     }
     if (sub === 'replay') {
