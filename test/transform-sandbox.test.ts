@@ -106,7 +106,10 @@ describe('a hostile or broken transform', () => {
       // The poller's first request (before it said ready) loaded its fetch: not the receiver's time.
       const answered = times.slice(1);
       expect(answered.every((t) => t >= 0)).toBe(true);
-      expect(Math.max(...answered)).toBeLessThan(100);
+      // A main thread held by a transform would stall /healthz for the whole run: past the time limit
+      // and the watchdog's second. The bound leaves room for a loaded 2-core machine's scheduling
+      // alone, which has held one answer for 250 ms.
+      expect(Math.max(...answered)).toBeLessThan(500);
     }
   });
 });
