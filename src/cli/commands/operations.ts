@@ -13,9 +13,9 @@ import { formatTable } from '../table';
 import { withQueues } from '../with-queues';
 
 /** `queues`: every queue's counts in a table. */
-export function queuesCommand({ config, out }: OperatorContext): Promise<number> {
+export function queuesCommand({ config, out, logger }: OperatorContext): Promise<number> {
   return withQueues(config, async (pipeline) => {
-    const summaries = await summariseQueues(pipeline.allQueues());
+    const summaries = await summariseQueues(pipeline, logger);
     out(formatTable(
       ['QUEUE', 'WAITING', 'ACTIVE', 'DELAYED', 'FAILED', 'COMPLETED', 'OLDEST WAITING', 'PAUSED'],
       summaries.map((s) => [s.queue, s.counts.waiting, s.counts.active, s.counts.delayed, s.counts.failed, s.counts.completed, `${Math.round(s.oldestWaitingSeconds)} s`, s.paused ? 'yes' : '']),
