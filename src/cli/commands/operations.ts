@@ -65,7 +65,7 @@ export function eventCommand(ctx: OperatorContext, args: string[]): Promise<numb
       out(formatTable(
         ['TARGET', 'STATE', 'ATTEMPTS', 'DELIVERED AT', 'LAST ERROR'],
         // The last error of the current series: one a replay or resend has since put right is in the story below.
-        event.deliveries.map((d) => [d.target, d.state, d.attemptsMade, d.deliveredAt, d.series.at(-1)?.attempts.filter((a) => a.outcome === 'failed').at(-1)?.error]),
+        event.deliveries.map((d) => [d.target, d.state, d.attemptsMade, d.deliveredAt, d.unreadable ?? d.series.at(-1)?.attempts.filter((a) => a.outcome === 'failed').at(-1)?.error]),
       ));
       const attempts = event.deliveries.flatMap((d) => d.attempts);
       if (attempts.length) {
