@@ -5,6 +5,7 @@ import { Redis } from 'ioredis';
 import request from 'supertest';
 import { stringify } from 'yaml';
 import { eventIdFor } from '../src/model/ids';
+import { scrapedValue } from './support/metric-value';
 import { ADMIN_TEST_TOKEN, buildForwarding, waitUntil, type ForwardingHarness } from './support/forwarding-harness';
 import { FakePlatform } from './support/platform';
 import { TargetServer } from './support/target-server';
@@ -185,5 +186,44 @@ describe('a malformed job in the quarantine', () => {
     const cli = await cliStdout('quarantine', 'replay', NO_BODY);
     expect(cli.code).toBe(1);
     expect(cli.stderr).toMatch(new RegExp(`^error: .*${NO_BODY}.*unreadable.*rawBody`, 'm'));
+  }, 30000);
+});
+
+describe('an unreadable job waiting longest in a queue', () => {
+  // Written straight into the quarantine (no worker takes its jobs) at the tail of its wait list, where
+  // the oldest waiting job is, two minutes old by its timestamp; its data is not JSON.
+  const OLDEST = '0000000000000000-oldest';
+  const AGE_SECONDS = 120;
+
+  beforeAll(async () => {
+    const queue = f.pipeline.quarantine;
+    await redis.hset(queue.toKey(OLDEST), 'name', 'payment.result', 'data', '{not json', 'opts', '{}', 'timestamp', String(Date.now() - AGE_SECONDS * 1000));
+    await redis.rpush(queue.toKey('wait'), OLDEST);
+  });
+
+  it('costs no queue its summary: the admin API, the CLI and /metrics report every queue, its age read from its timestamp, and a warn line names it', async () => {
+    const waiting = await f.pipeline.quarantine.getWaitingCount();
+    const queueNames = f.pipeline.allQueues().map((q) => q.name);
+
+    const res = await admin().get('/admin/api/queues');
+    expect(res.status).toBe(200);
+    expect((res.body.queues as { queue: string }[]).map((q) => q.queue)).toEqual(queueNames);
+    const quarantine = (res.body.queues as { queue: string; counts: { waiting: number }; oldestWaitingSeconds: number }[]).find((q) => q.queue === 'quarantine')!;
+    expect(quarantine.counts.waiting).toBe(waiting);
+    expect(quarantine.oldestWaitingSeconds).toBeGreaterThanOrEqual(AGE_SECONDS);
+    expect(quarantine.oldestWaitingSeconds).toBeLessThan(AGE_SECONDS + 60);
+    expect(f.adminLogs.find((l) => l.level === 'warn' && l.jobId === OLDEST)).toMatchObject({ queue: 'quarantine', reason: expect.stringMatching(/not JSON/) });
+
+    const scrape = await admin().get('/metrics');
+    expect(scrape.status).toBe(200);
+    expect(scrapedValue(scrape.text, 'webhook_queue_oldest_waiting_seconds', { queue: 'quarantine' })).toBeGreaterThanOrEqual(AGE_SECONDS);
+    expect(scrapedValue(scrape.text, 'webhook_queue_jobs', { queue: 'quarantine', state: 'waiting' })).toBe(waiting);
+    for (const name of queueNames) expect([name, scrapedValue(scrape.text, 'webhook_queue_jobs', { queue: name, state: 'waiting' })]).toEqual([name, expect.any(Number)]);
+
+    const cli = await cliStdout('queues');
+    expect(cli.code).toBe(0);
+    expect(cli.stdout).toMatch(new RegExp(`^quarantine\\s+${waiting}\\s.*\\s1[2-7]\\d s`, 'm'));
+    for (const name of queueNames) expect(cli.stdout).toMatch(new RegExp(`^${name}\\s`, 'm'));
+    expect(cli.stderr).toMatch(new RegExp(`"jobId":"${OLDEST}"`));
   }, 30000);
 });

@@ -107,7 +107,7 @@ export function createAdminApp(deps: AdminDeps): Express {
 
   const api = express.Router();
   api.use(guard, sameOriginWrites, onlyOperators, helmet(), express.json({ limit: '1mb' }));
-  api.use('/queues', queueRoutes(deps.pipeline, deps.targets));
+  api.use('/queues', queueRoutes(deps.pipeline, deps.targets, deps.logger));
   const blockedKeys = createBlockedKeys(deps.pipeline);
   const recovery = createRecovery({ deadLetters: deps.deadLetters, quarantine: deps.quarantine, targets: deps.targets, blockedKeys, resender: deps.resender, logger: deps.logger });
   api.use('/events', eventRoutes(deps.pipeline, deps.mask, recovery));

@@ -271,10 +271,11 @@ function exemplarOf<T extends string>(traceId: string): LabelValues<T> {
 }
 
 /**
- * What the pipeline reports, counted and logged: filtered targets (webhook_filtered_total), and
- * ordered deliveries whose dead letter was skipped (webhook_ordering_skipped_total) or blocks its key.
+ * What the pipeline reports, counted and logged: filtered targets (webhook_filtered_total),
+ * ordered deliveries whose dead letter was skipped (webhook_ordering_skipped_total) or blocks its
+ * key, and jobs the event lookup cannot read.
  */
-export function ingestObserver(metrics: Pick<Metrics, 'filtered' | 'orderingSkips'>, logger?: Pick<Logger, 'warn'>): PipelineObserver {
+export function ingestObserver(metrics: Pick<Metrics, 'filtered' | 'orderingSkips'>, logger?: Pick<Logger, 'warn' | 'repeated'>): PipelineObserver {
   return {
     filtered: (target) => metrics.filtered.labels(target).inc(),
     orderSkipped(target, key, eventId) {
@@ -284,5 +285,7 @@ export function ingestObserver(metrics: Pick<Metrics, 'filtered' | 'orderingSkip
     orderBlocked(target, key, eventId) {
       logger?.warn('ordered delivery blocked: a dead letter holds back later deliveries of its key until it is replayed, discarded or released', { target, orderKey: key, eventId });
     },
+    // Throttled: the console's event page refreshes itself.
+    unreadableJob: ({ queue, id, reason }) => logger?.repeated('warn', `unreadable job:${queue}:${id}`, 'job unreadable', { queue, jobId: id, reason }),
   };
 }

@@ -1,3 +1,4 @@
+import type { Logger } from '../logging/logger';
 import type { RedisClient } from '../redis/connect';
 import type { QueueRegistry } from '../pipeline/queue-registry';
 import { Gauge, type Registry } from 'prom-client';
@@ -8,13 +9,13 @@ import type { RedisDurability } from './redis-durability';
  * Gauges read from Redis at scrape time: queue depth by queue and state, the age of the oldest
  * waiting job, whether Redis is connected, and durability risks found at start.
  */
-export function registerQueueMetrics(registry: Registry, pipeline: Pick<QueueRegistry, 'allQueues'>, redis: RedisClient) {
+export function registerQueueMetrics(registry: Registry, pipeline: Pick<QueueRegistry, 'allQueues' | 'redis'>, redis: RedisClient, logger: Pick<Logger, 'repeated'>) {
   const lastCollect = { at: 0, promise: Promise.resolve() };
   // Both gauges come from one read of every queue, shared by the two collect callbacks of a scrape.
   const collectQueues = (): Promise<void> => {
     if (Date.now() - lastCollect.at > 500) {
       lastCollect.at = Date.now();
-      lastCollect.promise = summariseQueues(pipeline.allQueues()).then(
+      lastCollect.promise = summariseQueues(pipeline, logger).then(
         (summaries) => {
           for (const s of summaries) {
             for (const state of JOB_STATES) depth.labels(s.queue, state).set(s.counts[state] ?? 0);

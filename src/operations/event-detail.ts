@@ -17,8 +17,8 @@ export interface OrderingView {
 }
 
 export interface DeliveryDetail extends DeliveryView {
-  /** The state in an operator's words. */
-  consoleState: DeliveryState;
+  /** The state in an operator's words; `unreadable`: its job cannot be read (`unreadable` says why). */
+  consoleState: DeliveryState | 'unreadable';
   ordering?: OrderingView;
 }
 
@@ -29,7 +29,7 @@ export interface EventDetail extends Omit<EventView, 'deliveries'> {
   deliveries: DeliveryDetail[];
 }
 
-type Pipeline = Pick<QueueRegistry, 'deliveryQueues' | 'deliveryQueue' | 'redis' | 'prefix'> & Pick<EventLookup, 'findEvent' | 'copiesOf'>;
+type Pipeline = Pick<QueueRegistry, 'deliveryQueue' | 'redis' | 'prefix'> & Pick<EventLookup, 'findEvent' | 'deliveriesOf' | 'copiesOf'>;
 
 async function orderingOf(pipeline: Pipeline, target: string, eventId: string, key: string): Promise<OrderingView> {
   const sequence = ownKeys.orderSequence(pipeline.prefix, target, keyDigest(key));
@@ -46,6 +46,7 @@ export async function eventDetail(pipeline: Pipeline, eventId: string, mask: (p:
   if (!view || !found) return undefined;
   const deliveries = await Promise.all(
     view.deliveries.map(async (d): Promise<DeliveryDetail> => {
+      if (d.state === 'unreadable') return { ...d, consoleState: 'unreadable' };
       const queue = pipeline.deliveryQueue(d.target);
       const job = d.state === 'filtered' ? undefined : await queue?.getJob(eventId);
       if (!queue || !job) return { ...d, consoleState: 'filtered' };

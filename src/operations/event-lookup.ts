@@ -2,19 +2,20 @@ import { filteredTargetsOf } from '../forwarding/fanout-result';
 import { deliveryStory, type AttemptView, type SeriesView } from '../forwarding/delivery-story';
 import { isDropped, type DeliveryFailure } from '../model/jobs';
 import { eventDefinition } from '../model/event-table';
-import type { EventCopies, EventLookup, FoundEvent } from '../pipeline/lookup';
-import type { QueueRegistry } from '../pipeline/queue-registry';
+import type { EventCopies, EventDelivery, EventLookup, FoundEvent } from '../pipeline/lookup';
 import { parsePayload } from '../receiving/parse-payload';
-import type { DeliveryQueue } from '../model/queues';
 import { traceIdOf } from '../tracing/traceparent';
 
 export interface DeliveryView {
   target: string;
   /**
    * The delivery job's BullMQ state; `filtered`: the target's filter left the event out, so it has no
-   * job; `dropped`: the target's transform returned null, so nothing was sent.
+   * job; `dropped`: the target's transform returned null, so nothing was sent; `unreadable`: its job
+   * cannot be read (`unreadable` says why), so nothing of it is shown.
    */
   state: string;
+  /** Why its job cannot be read, in state `unreadable`. */
+  unreadable?: string;
   attemptsMade: number;
   deliveredAt?: string;
   result?: unknown;
@@ -56,10 +57,10 @@ export interface EventView {
   deliveries: DeliveryView[];
 }
 
-async function deliveryView(target: string, queue: DeliveryQueue, eventId: string): Promise<DeliveryView | undefined> {
-  const job = await queue.getJob(eventId);
-  if (!job) return undefined;
-  const [state, logs] = await Promise.all([job.getState(), queue.getJobLogs(eventId)]);
+async function deliveryView(delivery: EventDelivery): Promise<DeliveryView> {
+  if ('unreadable' in delivery) return { target: delivery.target, state: 'unreadable', unreadable: delivery.unreadable, attemptsMade: 0, failedAttempts: [], attempts: [], series: [] };
+  const { target, queue, job } = delivery;
+  const [state, logs] = await Promise.all([job.getState(), queue.getJobLogs(job.id ?? '')]);
   const series = deliveryStory(job, state, logs.logs);
   const attempts = series.flatMap((s) => s.attempts);
   const failedAttempts = attempts.filter((a): a is Extract<AttemptView, { outcome: 'failed' }> => a.outcome === 'failed').map(({ outcome: _o, series: _s, ...f }) => f);
@@ -116,13 +117,15 @@ function filteredTargets(found: FoundEvent): string[] {
  * An event by its id: where it is, its payload (masked), and each target's delivery with every
  * attempt; a target whose filter left the event out is shown as a delivery in state `filtered`. A
  * routed event is held by its delivery jobs (state `routed`, `queue` the first target's); an unrouted
- * one by its event job, a quarantined one by its quarantine job (their job's state).
+ * one by its event job, a quarantined one by its quarantine job (their job's state). A delivery job
+ * that cannot be read is shown in state `unreadable` with why; when no job of the event can be read,
+ * the lookup refuses (UnreadableEventError, 409).
  */
-export async function findEvent(pipeline: Pick<QueueRegistry, 'deliveryQueues'> & Pick<EventLookup, 'findEvent' | 'copiesOf'>, eventId: string, mask: (p: unknown) => unknown): Promise<EventView | undefined> {
+export async function findEvent(pipeline: Pick<EventLookup, 'findEvent' | 'deliveriesOf' | 'copiesOf'>, eventId: string, mask: (p: unknown) => unknown): Promise<EventView | undefined> {
   const found = await pipeline.findEvent(eventId);
   if (!found) return undefined;
   const { queue, job } = found;
-  const withJobs = (await Promise.all(pipeline.deliveryQueues().map(([target, queue]) => deliveryView(target, queue, eventId)))).filter((d): d is DeliveryView => d !== undefined);
+  const withJobs = await Promise.all((await pipeline.deliveriesOf(eventId)).map(deliveryView));
   // A delivery job wins over the record: a fan-out retried after a reload changed a filter can leave both.
   const filtered = filteredTargets(found).filter((t) => !withJobs.some((d) => d.target === t)).map(filteredView);
   const data = job.data;

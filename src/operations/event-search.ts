@@ -67,7 +67,7 @@ export const SCAN_BUDGET = 2000;
 const LIVE_CAP = 1000;
 const CHUNK = 250;
 
-type Pipeline = Pick<QueueRegistry, 'redis' | 'deliveryQueue' | 'deliveryQueues'> & Pick<EventLookup, 'findEvent' | 'eventIdsForRequest'>;
+type Pipeline = Pick<QueueRegistry, 'redis' | 'deliveryQueue' | 'deliveryQueues'> & Pick<EventLookup, 'findEvent' | 'deliveriesOf' | 'eventIdsForRequest'>;
 
 /** What the list needs of a delivery job, read with one HMGET (not the whole job). */
 interface Delivery {
@@ -208,14 +208,16 @@ export function createEventSearch(pipeline: Pipeline) {
     return [[target, queue]];
   }
 
-  /** Every row of one event: each target's delivery, each target its filter left out, or the event itself when it has no delivery. */
+  /**
+   * Every row of one event: each target's delivery, each target its filter left out, or the event
+   * itself when it has no delivery. A delivery whose job cannot be read has no row (the event page
+   * says why); when no job of the event can be read, the lookup refuses (409).
+   */
   async function rowsOfEvent(eventId: string): Promise<SearchRow[]> {
-    const queues = pipeline.deliveryQueues();
-    const jobs = await Promise.all(queues.map(([, q]) => q.getJob(eventId)));
     const rows: SearchRow[] = [];
-    for (const [i, [target, queue]] of queues.entries()) {
-      const job = jobs[i];
-      if (!job) continue;
+    for (const delivery of await pipeline.deliveriesOf(eventId)) {
+      if ('unreadable' in delivery) continue;
+      const { target, queue, job } = delivery;
       const [bullState, paused] = await Promise.all([job.getState(), queue.isPaused()]);
       const state = deliveryStateOf(bullState, job, paused);
       rows.push(rowOf(target, job, state, job.finishedOn ?? job.processedOn ?? job.timestamp));

@@ -21,5 +21,5 @@ export function createPipeline(connection: RedisClient, options: PipelineOptions
     { event: queues.eventQueue, quarantine: queues.quarantine, delivery: queues.deliveryQueue, targets: queues.targets },
     observer,
   );
-  return { ...queues, ...producer, ...createEventLookup(queues) };
+  return { ...queues, ...producer, ...createEventLookup(queues, observer) };
 }

@@ -1,3 +1,4 @@
+import type { UnreadableJob } from './errors';
 import type { RedisClient } from '../redis/connect';
 import type { EventType } from '../model/event-table';
 import { keyDigest } from '../routing/ordering-key';
@@ -89,6 +90,8 @@ export interface PipelineObserver {
   orderSkipped?(target: string, key: string, eventId: string): void;
   /** An ordered target's dead letter now holds back its key (`onDeadLetter: block`). */
   orderBlocked?(target: string, key: string, eventId: string): void;
+  /** The event lookup met a job it cannot read (see UnreadableJob): shown as such, or refused when nothing else holds the event. */
+  unreadableJob?(job: UnreadableJob): void;
 }
 
 /**

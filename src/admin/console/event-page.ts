@@ -53,7 +53,7 @@ function deliveryActions(eventId: string, d: DeliveryDetail): Html {
   const link = (action: string, label: string, params: Record<string, string>, cls = 'secondary') =>
     html`<a class="button ${cls}" href="${CONSOLE_PATH}/confirm/${action}${query(params)}">${label}</a>`;
   const parts: Html[] = [];
-  if (d.consoleState !== 'filtered') parts.push(link('resend', `Resend to ${d.target}…`, { event: eventId, target: d.target }));
+  if (d.consoleState !== 'filtered' && d.consoleState !== 'unreadable') parts.push(link('resend', `Resend to ${d.target}…`, { event: eventId, target: d.target }));
   if (d.consoleState === 'dead_letter') {
     parts.push(link('replay', 'Replay dead letter…', { id: `${d.target}/${eventId}` }));
     parts.push(link('discard', 'Discard dead letter…', { target: d.target, event: eventId }, 'danger'));
@@ -63,11 +63,13 @@ function deliveryActions(eventId: string, d: DeliveryDetail): Html {
 }
 
 function deliverySection(eventId: string, d: DeliveryDetail, canAct: boolean): Html {
-  const label = DELIVERY_STATE_LABELS[d.consoleState];
+  const label = d.consoleState === 'unreadable' ? 'unreadable' : DELIVERY_STATE_LABELS[d.consoleState];
   const body =
     d.consoleState === 'filtered'
       ? html`<p class="muted">The target’s filter left this event out: nothing was sent, and a resend does not override it.</p>`
-      : html`<div class="table-wrap"><table aria-label="Attempts to ${d.target}">
+      : d.consoleState === 'unreadable'
+        ? html`<p>Its delivery job cannot be read, so nothing of it is shown: <span class="mono">${d.unreadable}</span></p>`
+        : html`<div class="table-wrap"><table aria-label="Attempts to ${d.target}">
 <thead><tr><th scope="col">Attempt</th><th scope="col">At (UTC)</th><th scope="col">Outcome</th><th scope="col">Status</th><th scope="col">Latency</th><th scope="col">Answer (excerpt) or error</th></tr></thead>
 ${d.series.map(attemptRows)}
 </table></div>`;

@@ -13,9 +13,9 @@ import { formatTable } from '../table';
 import { withQueues } from '../with-queues';
 
 /** `queues`: every queue's counts in a table. */
-export function queuesCommand({ config, out }: OperatorContext): Promise<number> {
+export function queuesCommand({ config, out, logger }: OperatorContext): Promise<number> {
   return withQueues(config, async (pipeline) => {
-    const summaries = await summariseQueues(pipeline.allQueues());
+    const summaries = await summariseQueues(pipeline, logger);
     out(formatTable(
       ['QUEUE', 'WAITING', 'ACTIVE', 'DELAYED', 'FAILED', 'COMPLETED', 'OLDEST WAITING', 'PAUSED'],
       summaries.map((s) => [s.queue, s.counts.waiting, s.counts.active, s.counts.delayed, s.counts.failed, s.counts.completed, `${Math.round(s.oldestWaitingSeconds)} s`, s.paused ? 'yes' : '']),
@@ -65,7 +65,7 @@ export function eventCommand(ctx: OperatorContext, args: string[]): Promise<numb
       out(formatTable(
         ['TARGET', 'STATE', 'ATTEMPTS', 'DELIVERED AT', 'LAST ERROR'],
         // The last error of the current series: one a replay or resend has since put right is in the story below.
-        event.deliveries.map((d) => [d.target, d.state, d.attemptsMade, d.deliveredAt, d.series.at(-1)?.attempts.filter((a) => a.outcome === 'failed').at(-1)?.error]),
+        event.deliveries.map((d) => [d.target, d.state, d.attemptsMade, d.deliveredAt, d.unreadable ?? d.series.at(-1)?.attempts.filter((a) => a.outcome === 'failed').at(-1)?.error]),
       ));
       const attempts = event.deliveries.flatMap((d) => d.attempts);
       if (attempts.length) {
