@@ -8,6 +8,7 @@ import { FakePlatform } from './support/platform';
 import { NatsServer, RabbitServer } from './support/broker-servers';
 import { RedisServer } from './support/redis-server';
 import { establishedTo } from './support/open-sockets';
+import { timersKeepingAlive } from './support/live-timers';
 import { tempDir } from './support/temp-dir';
 import { eventIdFor } from '../src/model/ids';
 import { createTargetControl } from '../src/operations/targets';
@@ -176,6 +177,7 @@ describe('a broker target', () => {
     await durableQueue('frozen');
     await jsm.streams.add({ name: 'FROZEN', subjects: ['frozen.>'] });
     const baseline = [rabbit.port, nats.port, streams.port].map(establishedTo);
+    const timersBefore = timersKeepingAlive();
     f = buildForwarding(platform, [
       { name: 'ledger-bus', destination: { type: 'amqp', url: rabbit.url, exchange: 'frozen', routingKey: 'platform.{type}' }, timeoutMs: 5000 },
       { name: 'risk-stream', destination: { type: 'nats', servers: [nats.url], subject: 'frozen.{type}' }, timeoutMs: 5000 },
@@ -202,6 +204,9 @@ describe('a broker target', () => {
       expect(took).toBeLessThan(shutdownTimeoutMs + 3 * 1000);
       // The process's side of each broker connection is gone, though no broker answered a close.
       expect([rabbit.port, nats.port, streams.port].map(establishedTo)).toEqual(baseline);
+      // Nor does any client still count its connection open: once the cut sockets' last callbacks have run,
+      // no timer of theirs (a heartbeat, a command timeout) keeps the process alive.
+      await waitUntil(() => timersKeepingAlive() <= timersBefore, 5000, `no more timers keeping the process alive than the ${timersBefore} before the workers`);
     } finally {
       rabbit.resume();
       nats.resume();

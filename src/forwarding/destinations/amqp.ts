@@ -132,7 +132,13 @@ export function createAmqpTransport(target: Target, d: AmqpDestination, logger?:
   };
 }
 
-/** Ends a connection whose broker does not answer a close (frozen): amqplib then settles every pending confirm with an error. */
+/**
+ * Ends a connection whose broker does not answer a close (frozen). The socket is destroyed with an
+ * error because amqplib learns of a lost socket only from its 'error' or 'end': a bare destroy()
+ * emits neither, so the connection stayed open to amqplib, its heartbeat timers kept the process
+ * alive for up to two intervals (20 s) and pending confirms waited as long. With the error, amqplib
+ * closes the connection at once: it stops its heartbeat and settles every pending confirm with an error.
+ */
 function destroySocket(model: ChannelModel): void {
-  (model.connection as unknown as { stream?: { destroy(): void } }).stream?.destroy();
+  (model.connection as unknown as { stream?: { destroy(err?: Error): void } }).stream?.destroy(new Error('connection cut: the broker did not answer the close'));
 }
