@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
-import { testRedisUrl, uniquePrefix } from './support/harness';
-import { describeSends, sendGenuine, type Sent } from './support/hostile-clients';
-import { FakePlatform } from './support/platform';
-import { rawRequest } from './support/raw-http';
-import { buildService, type BuiltService } from './support/built-service';
-import { ServiceProcess } from './support/service-process';
+import { testRedisUrl, uniquePrefix } from '../support/harness';
+import { describeSends, sendGenuine, type Sent } from '../support/hostile-clients';
+import { FakePlatform } from '../support/platform';
+import { rawRequest } from '../support/raw-http';
+import { buildService, type BuiltService } from '../support/built-service';
+import { ServiceProcess } from '../support/service-process';
 
 // A real service process under 1,000 concurrent quarter-megabyte bodies; its RSS is sampled from /proc.
 jest.setTimeout(120_000);
