@@ -19,7 +19,7 @@ import { environmentNames } from '../config/environments';
 /** Builds the admin app and its operations over the process's pipeline; the caller listens. */
 export function wireAdmin(config: Config, pipeline: Pipeline, registry: Registry, logger: Logger, reloader?: Reloader): Express {
   const redis = pipeline.redis;
-  const queueMetrics = registerQueueMetrics(registry, pipeline, redis, logger);
+  const queueMetrics = registerQueueMetrics(registry, pipeline, logger);
   registerOrderingMetrics(registry, pipeline);
   const checkDurability = () =>
     checkRedisDurability(redis).then(
