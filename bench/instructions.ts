@@ -23,7 +23,17 @@ import path from 'node:path';
 import { keyPrefix } from '../src/model/names';
 import { runLoad } from './harness/load';
 import { presign } from './harness/presign';
-import { baseEnv, benchModule, freePort, killAllChildren, serviceModule, serviceNodeFlags, sleep, stopChild, waitForMessage } from './harness/processes';
+import {
+  baseEnv,
+  benchModule,
+  freePort,
+  killAllChildren,
+  serviceModule,
+  serviceNodeFlags,
+  sleep,
+  stopChild,
+  waitForMessage,
+} from './harness/processes';
 import { jobTotals } from './harness/queues';
 import { cpuMsOf } from './harness/cpu';
 import { BenchRedis } from './harness/redis';
@@ -63,7 +73,9 @@ function callgrindControl(args: string[], subjectEnv: Record<string, string>): P
   return new Promise((resolve, reject) => {
     const child = spawn('callgrind_control', args, { stdio: 'ignore', env });
     child.once('error', reject);
-    child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`callgrind_control ${args.join(' ')} exited ${code}`))));
+    child.once('exit', (code) =>
+      code === 0 ? resolve() : reject(new Error(`callgrind_control ${args.join(' ')} exited ${code}`)),
+    );
   });
 }
 
@@ -82,7 +94,13 @@ async function waitForHealth(url: string, child: ChildProcess): Promise<void> {
   throw new Error(`subject did not listen within 180 s at ${url}`);
 }
 
-async function start(kind: Kind, redis: BenchRedis, workdir: Workdir, prefix: string, outDir: string): Promise<{ child: ChildProcess; url: string; env: Record<string, string> }> {
+async function start(
+  kind: Kind,
+  redis: BenchRedis,
+  workdir: Workdir,
+  prefix: string,
+  outDir: string,
+): Promise<{ child: ChildProcess; url: string; env: Record<string, string> }> {
   const port = await freePort();
   const vg = [...VALGRIND, `--callgrind-out-file=${path.join(outDir, 'callgrind.out')}`];
   const common = { REDIS_URL: redis.url, QUEUE_PREFIX: prefix };
@@ -102,13 +120,26 @@ async function start(kind: Kind, redis: BenchRedis, workdir: Workdir, prefix: st
             ...serviceEnv(),
           },
           serviceModule(),
-          process.argv.some((a) => a.startsWith('--node-flags=')) ? argValue('node-flags', '').split(' ').filter(Boolean) : serviceNodeFlags(),
+          process.argv.some((a) => a.startsWith('--node-flags='))
+            ? argValue('node-flags', '').split(' ').filter(Boolean)
+            : serviceNodeFlags(),
         ]
-      : [{ ...common, PUBLIC_KEY_FILE: workdir.publicKeyFile, RAW_CONCURRENCY: '1', ...(kind === 'express' ? { BASELINE_HTTP: 'express' } : {}) }, benchModule('subjects/baseline-server'), []];
+      : [
+          {
+            ...common,
+            PUBLIC_KEY_FILE: workdir.publicKeyFile,
+            RAW_CONCURRENCY: '1',
+            ...(kind === 'express' ? { BASELINE_HTTP: 'express' } : {}),
+          },
+          benchModule('subjects/baseline-server'),
+          [],
+        ];
   // The service's log lines are formatted and written, to /dev/null, as in the bench.
   const fullEnv = baseEnv(env);
   const argv = [process.execPath, ...flags, script];
-  const child = CPU_MODE ? spawn(argv[0]!, argv.slice(1), { env: fullEnv, stdio: ['ignore', 'ignore', 'ignore', 'ipc'] }) : spawn('valgrind', [...vg, ...argv], { env: fullEnv, stdio: ['ignore', 'ignore', 'ignore', 'ipc'] });
+  const child = CPU_MODE
+    ? spawn(argv[0]!, argv.slice(1), { env: fullEnv, stdio: ['ignore', 'ignore', 'ignore', 'ipc'] })
+    : spawn('valgrind', [...vg, ...argv], { env: fullEnv, stdio: ['ignore', 'ignore', 'ignore', 'ipc'] });
   running.add(child);
   child.once('exit', () => running.delete(child));
   if (kind !== 'service') {
@@ -136,7 +167,10 @@ const COMPILER = /compiler::|Compile|Turbofan|Maglev|Parser|Bytecode|interpreter
 function instructionsIn(outDir: string): Instructions {
   const sum: Instructions = { total: 0, gc: 0, compiler: 0 };
   for (const file of readdirSync(outDir).filter((f) => /^callgrind\.out\.\d+$/.test(f))) {
-    const text = execFileSync('callgrind_annotate', ['--inclusive=no', '--threshold=100', path.join(outDir, file)], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
+    const text = execFileSync('callgrind_annotate', ['--inclusive=no', '--threshold=100', path.join(outDir, file)], {
+      encoding: 'utf8',
+      maxBuffer: 256 * 1024 * 1024,
+    });
     for (const line of text.split('\n')) {
       const m = /^\s*([\d,]+) \(\s*[\d.]+%\)\s+(.*)$/.exec(line);
       if (!m?.[1] || !m[2] || m[2].includes('PROGRAM TOTALS')) continue;
@@ -169,7 +203,12 @@ async function waitForAccepted(redis: BenchRedis, prefix: string, count: number,
  * by the notifications accepted between them. The commands reach a busy process promptly; an idle
  * one (blocked in epoll) may not take them at all, hence no switching between runs.
  */
-async function measure(kind: Kind, redis: BenchRedis, workdir: Workdir, requests: number): Promise<{ perRequest: Instructions; accepted: number }> {
+async function measure(
+  kind: Kind,
+  redis: BenchRedis,
+  workdir: Workdir,
+  requests: number,
+): Promise<{ perRequest: Instructions; accepted: number }> {
   await redis.flush();
   const prefix = `ir${kind}`;
   const outDir = mkdtempSync(path.join(tmpdir(), `whr-ir-${kind}-`));
@@ -178,7 +217,11 @@ async function measure(kind: Kind, redis: BenchRedis, workdir: Workdir, requests
     const warmup = Number(argValue('warmup', '6000'));
     // Requests are signed before the load starts and valid for 5 minutes: under valgrind, a few thousand.
     const total = warmup + requests * 2;
-    const load = runLoad(workdir, { mode: 'saturate', url, amount: total, connections: 32, timeoutSec: 60 }, await presign(workdir.privateKey, total + 32));
+    const load = runLoad(
+      workdir,
+      { mode: 'saturate', url, amount: total, connections: 32, timeoutSec: 60 },
+      await presign(workdir.privateKey, total + 32),
+    );
     load.catch(() => undefined);
     await waitForAccepted(redis, prefix, warmup, 600_000);
     const before = await accepted(redis, prefix);
@@ -194,7 +237,10 @@ async function measure(kind: Kind, redis: BenchRedis, workdir: Workdir, requests
     const n = after - before;
     if (CPU_MODE) return { perRequest: { total: Math.round((cpuUsed * 1e6) / n), gc: 0, compiler: 0 }, accepted: n };
     const ir = instructionsIn(outDir);
-    return { perRequest: { total: Math.round(ir.total / n), gc: Math.round(ir.gc / n), compiler: Math.round(ir.compiler / n) }, accepted: n };
+    return {
+      perRequest: { total: Math.round(ir.total / n), gc: Math.round(ir.gc / n), compiler: Math.round(ir.compiler / n) },
+      accepted: n,
+    };
   } finally {
     await stopChild(child, 30_000);
     if (process.env.IR_KEEP) process.stderr.write(`kept ${outDir}\n`);
@@ -219,8 +265,10 @@ async function main(): Promise<void> {
           : `${kind}: ${k(p.total)} instructions per accepted request: ${k(p.gc)} GC, ${k(p.compiler)} compilers, ${k(p.total - p.gc - p.compiler)} the rest (${accepted} requests)\n`,
       );
     }
-    if (results.service && results.express) process.stdout.write(`service ÷ express: ${(results.service / results.express).toFixed(2)}x\n`);
-    if (results.service && results.node) process.stdout.write(`service ÷ node:http: ${(results.service / results.node).toFixed(2)}x\n`);
+    if (results.service && results.express)
+      process.stdout.write(`service ÷ express: ${(results.service / results.express).toFixed(2)}x\n`);
+    if (results.service && results.node)
+      process.stdout.write(`service ÷ node:http: ${(results.service / results.node).toFixed(2)}x\n`);
   } finally {
     workdir.remove();
     await redis.stop();

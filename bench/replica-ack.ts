@@ -34,7 +34,13 @@ function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 }
 
-async function round(redisUrl: string, keys: ReturnType<typeof generateTestKeyPair>, ack: number, concurrency: number, requests: readonly PresignedRequest[]): Promise<Round> {
+async function round(
+  redisUrl: string,
+  keys: ReturnType<typeof generateTestKeyPair>,
+  ack: number,
+  concurrency: number,
+  requests: readonly PresignedRequest[],
+): Promise<Round> {
   const config = loadConfig({
     REDIS_URL: redisUrl,
     PLATFORM_PUBLIC_KEYS: keys.publicKeyBase64,
@@ -46,7 +52,13 @@ async function round(redisUrl: string, keys: ReturnType<typeof generateTestKeyPa
   });
   const connection = createRedisConnector(config).open('producer');
   const pipeline = createPipeline(connection, pipelineOptions(config));
-  const receiver = await startReceiver({ config, environments: loadEnvironments(config), logger: createLogger('error'), metrics: createMetrics(undefined, false), pipeline });
+  const receiver = await startReceiver({
+    config,
+    environments: loadEnvironments(config),
+    logger: createLogger('error'),
+    metrics: createMetrics(undefined, false),
+    pipeline,
+  });
   const base = `http://127.0.0.1:${receiver.port}`;
   const latencies: number[] = [];
   let next = 0;
@@ -71,7 +83,13 @@ async function round(redisUrl: string, keys: ReturnType<typeof generateTestKeyPa
   const seconds = (performance.now() - started) / 1000;
   latencies.sort((a, b) => a - b);
   const round2 = (n: number) => Math.round(n * 100) / 100;
-  return { ack, concurrency, p50Ms: round2(percentile(latencies, 50)), p99Ms: round2(percentile(latencies, 99)), perSec: Math.round(requests.length / seconds) };
+  return {
+    ack,
+    concurrency,
+    p50Ms: round2(percentile(latencies, 50)),
+    p99Ms: round2(percentile(latencies, 99)),
+    perSec: Math.round(requests.length / seconds),
+  };
 }
 
 async function main(): Promise<void> {

@@ -47,11 +47,31 @@ async function main(): Promise<void> {
   const sinkUrl = `http://127.0.0.1:${(sink.address() as AddressInfo).port}/hook`;
   const dir = mkdtempSync(path.join(tmpdir(), 'retention-'));
   const file = path.join(dir, 'config.yaml');
-  writeFileSync(file, stringify({ targets: Array.from({ length: targetCount }, (_, i) => ({ name: `t${i}`, url: sinkUrl, events: ['*'] })) }));
+  writeFileSync(
+    file,
+    stringify({
+      targets: Array.from({ length: targetCount }, (_, i) => ({ name: `t${i}`, url: sinkUrl, events: ['*'] })),
+    }),
+  );
   const keys = generateTestKeyPair();
-  const env = { REDIS_URL: redisServer.url, CONFIG_FILE: file, PLATFORM_PUBLIC_KEYS: keys.publicKeyBase64, PORT: '0', ADMIN_PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'error' };
+  const env = {
+    REDIS_URL: redisServer.url,
+    CONFIG_FILE: file,
+    PLATFORM_PUBLIC_KEYS: keys.publicKeyBase64,
+    PORT: '0',
+    ADMIN_PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'error',
+  };
   const config = loadConfig(env);
-  const service = await startService(config, loadEnvironments(config), createLogger('error'), createMetrics(), createRedisConnector(config), env);
+  const service = await startService(
+    config,
+    loadEnvironments(config),
+    createLogger('error'),
+    createMetrics(),
+    createRedisConnector(config),
+    env,
+  );
   const port = service.receiver!.port;
 
   const before = await usedMemory(redis);
@@ -61,7 +81,10 @@ async function main(): Promise<void> {
     await Promise.all(
       Array.from({ length: Math.min(10, events - i) }, async () => {
         const body = Buffer.from(sampleBody(type));
-        const headers = { 'content-type': 'application/json', ...signCurrent({ privateKey: keys.privateKeyPem, target, body }) };
+        const headers = {
+          'content-type': 'application/json',
+          ...signCurrent({ privateKey: keys.privateKeyPem, target, body }),
+        };
         const res = await fetch(`http://127.0.0.1:${port}${target}`, { method: 'POST', headers, body });
         if (res.status !== 200) throw new Error(`answer ${res.status}`);
       }),
@@ -84,8 +107,12 @@ async function main(): Promise<void> {
     ...[1, 10, 100].map((rate) => {
       const perHour = rate * 3600;
       const capped = Math.min(perHour, config.retention.completed.count);
-      return `  at ${rate}/s: ${perHour} events an hour -> ${(perHour * perEvent / 1048576).toFixed(1)} MiB per hour of retention` +
-        (capped < perHour ? ` (the count cap of ${config.retention.completed.count} jobs per queue holds it to ${(capped * perEvent / 1048576).toFixed(1)} MiB)` : '');
+      return (
+        `  at ${rate}/s: ${perHour} events an hour -> ${((perHour * perEvent) / 1048576).toFixed(1)} MiB per hour of retention` +
+        (capped < perHour
+          ? ` (the count cap of ${config.retention.completed.count} jobs per queue holds it to ${((capped * perEvent) / 1048576).toFixed(1)} MiB)`
+          : '')
+      );
     }),
   ];
   process.stdout.write(`${lines.join('\n')}\n`);

@@ -53,14 +53,26 @@ function costGrowth(small: DrainPhase | undefined, large: DrainPhase, kind: 'ser
   return Math.round((a.eventsPerSec / b.eventsPerSec) * 100) / 100;
 }
 
-export async function runBench(options: BenchOptions, log: (line: string) => void = defaultLog): Promise<{ result: BenchResult; file: string; table: string }> {
+export async function runBench(
+  options: BenchOptions,
+  log: (line: string) => void = defaultLog,
+): Promise<{ result: BenchResult; file: string; table: string }> {
   const started = Date.now();
   overrideServiceNodeFlags(options.serviceNodeFlags);
   const workdir = new Workdir();
   const redis = await BenchRedis.start();
   const sink = await Sink.start();
-  const ctx: BenchContext = { options, redis, sink, workdir, forwarding: forwardingAvailable(), log: (m) => log(`[bench ${((Date.now() - started) / 1000).toFixed(1)}s] ${m}`) };
-  ctx.log(`redis ${redis.url}, sink ${sink.url}, forwarding ${ctx.forwarding ? 'available' : 'not available'}, phases ${[...options.phases].join(', ')}`);
+  const ctx: BenchContext = {
+    options,
+    redis,
+    sink,
+    workdir,
+    forwarding: forwardingAvailable(),
+    log: (m) => log(`[bench ${((Date.now() - started) / 1000).toFixed(1)}s] ${m}`),
+  };
+  ctx.log(
+    `redis ${redis.url}, sink ${sink.url}, forwarding ${ctx.forwarding ? 'available' : 'not available'}, phases ${[...options.phases].join(', ')}`,
+  );
   try {
     const result: BenchResult = {
       meta: {
@@ -78,16 +90,26 @@ export async function runBench(options: BenchOptions, log: (line: string) => voi
     if (options.phases.has('ingest')) result.ingest = await runIngestPhase(ctx);
     if (options.profile) result.profile = await profileIngest(ctx);
     if (options.phases.has('fixedRate')) result.fixedRate = await runFixedRatePhase(ctx);
-    if (options.phases.has('drain')) result.drain = await runDrainPhase(ctx, options.drain.backlog, 'drain', { ordered: true, multiTarget: true, rounds: options.drain.rounds });
+    if (options.phases.has('drain'))
+      result.drain = await runDrainPhase(ctx, options.drain.backlog, 'drain', {
+        ordered: true,
+        multiTarget: true,
+        rounds: options.drain.rounds,
+      });
     if (options.phases.has('growth')) {
       const growth = await runDrainPhase(ctx, options.drain.growthBacklog, 'growth');
-      result.growth = { ...growth, serviceCostGrowth: costGrowth(result.drain, growth, 'service'), baselineCostGrowth: costGrowth(result.drain, growth, 'baseline') };
+      result.growth = {
+        ...growth,
+        serviceCostGrowth: costGrowth(result.drain, growth, 'service'),
+        baselineCostGrowth: costGrowth(result.drain, growth, 'baseline'),
+      };
     }
     if (options.phases.has('soak')) result.soak = await runSoakPhase(ctx);
     if (options.phases.has('amqp')) result.amqp = await runAmqpPhase(ctx);
     if (options.phases.has('tracing')) result.tracing = await runTracingPhase(ctx);
     if (options.phases.has('console')) result.console = await runConsolePhase(ctx);
-    if (options.phases.has('transform')) result.transform = await runTransformPhase(ctx, options.drain.backlog, options.drain.rounds);
+    if (options.phases.has('transform'))
+      result.transform = await runTransformPhase(ctx, options.drain.backlog, options.drain.rounds);
     result.meta.finishedAt = new Date().toISOString();
     result.meta.durationSec = Math.round((Date.now() - started) / 1000);
     result.rows = buildRows(result);

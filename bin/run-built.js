@@ -7,7 +7,9 @@ const path = require('node:path');
 module.exports = function runBuilt(relative) {
   const entry = path.join(__dirname, '..', 'dist', relative);
   if (!existsSync(entry)) {
-    process.stderr.write(`${path.relative(process.cwd(), entry) || entry} is missing: build first with \`npm run build\` (after \`npm ci\`)\n`);
+    process.stderr.write(
+      `${path.relative(process.cwd(), entry) || entry} is missing: build first with \`npm run build\` (after \`npm ci\`)\n`,
+    );
     process.exit(1);
   }
   require(entry);

@@ -47,7 +47,11 @@ for (const [where, entry] of Object.entries(lock.packages)) {
     added.push(`${dep}@${version}`);
   }
 }
-const sorted = Object.fromEntries(Object.entries(lock.packages).sort(([a], [b]) => (a === '' ? -1 : b === '' ? 1 : a.localeCompare(b, 'en'))));
+const sorted = Object.fromEntries(
+  Object.entries(lock.packages).sort(([a], [b]) => (a === '' ? -1 : b === '' ? 1 : a.localeCompare(b, 'en'))),
+);
 lock.packages = sorted;
 fs.writeFileSync(file, `${JSON.stringify(lock, null, 2)}\n`);
-console.log(added.length ? `added ${added.length} platform entries:\n  ${added.join('\n  ')}` : 'lock file already complete');
+console.log(
+  added.length ? `added ${added.length} platform entries:\n  ${added.join('\n  ')}` : 'lock file already complete',
+);

@@ -28,7 +28,10 @@ async function main(): Promise<void> {
     // Every target's transform compiles, or the service does not start (the target, the file, the line).
     const transforms = await transformProblems(config.targets);
     if (transforms.length) throw new ConfigError(transforms);
-    environments = config.role === 'worker' ? [] : loadEnvironments(config, { warn: (message, fields) => keyWarnings.push([message, fields]) });
+    environments =
+      config.role === 'worker'
+        ? []
+        : loadEnvironments(config, { warn: (message, fields) => keyWarnings.push([message, fields]) });
     redis = createRedisConnector(config);
     tracingSettings(process.env);
   } catch (err) {
@@ -43,10 +46,21 @@ async function main(): Promise<void> {
   for (const warning of configWarnings) logger.warn('configuration', { warning });
   for (const typo of mistypedEnv(process.env)) logger.warn('environment variable ignored: not a setting', typo);
   // Before anything that receives or delivers, so the first notification is traced too.
-  const tracing = await startTracing(process.env, (key, message, fields) => logger.repeated('warn', key, message, fields));
-  if (tracing) logger.info('tracing', { endpoint: maskedEndpoint(tracing.settings.endpoint), protocol: tracing.settings.protocol });
+  const tracing = await startTracing(process.env, (key, message, fields) =>
+    logger.repeated('warn', key, message, fields),
+  );
+  if (tracing)
+    logger.info('tracing', {
+      endpoint: maskedEndpoint(tracing.settings.endpoint),
+      protocol: tracing.settings.protocol,
+    });
   const metrics = createMetrics(undefined, true, { exemplars: tracing !== undefined });
-  logger.info('redis', { topology: redis.target.kind, at: redis.description, keyPrefix: keyPrefix(config.queuePrefix), minReplicasAck: config.redisMinReplicasAck });
+  logger.info('redis', {
+    topology: redis.target.kind,
+    at: redis.description,
+    keyPrefix: keyPrefix(config.queuePrefix),
+    minReplicasAck: config.redisMinReplicasAck,
+  });
   const service = await startService(config, environments, logger, metrics, redis, process.env);
 
   let stopping = false;
@@ -61,13 +75,20 @@ async function main(): Promise<void> {
     // picked up again once their lock expires.
     const boundMs = config.shutdownTimeoutMs + config.worker.shutdownTimeoutMs + SHUTDOWN_MARGIN_MS;
     setTimeout(() => {
-      logger.error('shutdown did not finish in time (is Redis reachable?); exiting anyway: in-flight deliveries are picked up again after their lock expires', { boundMs });
+      logger.error(
+        'shutdown did not finish in time (is Redis reachable?); exiting anyway: in-flight deliveries are picked up again after their lock expires',
+        { boundMs },
+      );
       process.exit(1);
     }, boundMs).unref();
     service
       .close()
       // What the batch processor still holds goes to the collector before the process leaves.
-      .then(() => tracing?.shutdown().catch((err: Error) => logger.warn('tracing: spans not exported at shutdown', { error: err.message })))
+      .then(() =>
+        tracing
+          ?.shutdown()
+          .catch((err: Error) => logger.warn('tracing: spans not exported at shutdown', { error: err.message })),
+      )
       .then(() => {
         logger.info('stopped');
         process.exit(0);
@@ -83,7 +104,10 @@ async function main(): Promise<void> {
   process.on('SIGHUP', () => {
     service.reloader.reload({ principal: 'signal:SIGHUP' }).catch((err: Error) => {
       const problems = (err as { problems?: string[] }).problems;
-      logger.error('configuration reload refused; the running configuration stays', { error: problems ? undefined : err.message, problems });
+      logger.error('configuration reload refused; the running configuration stays', {
+        error: problems ? undefined : err.message,
+        problems,
+      });
     });
   });
 }

@@ -34,7 +34,14 @@ export interface ReceiverDeps {
 }
 
 /** Wires the public app from configuration; listens nowhere. */
-export function buildReceiverApp({ config, environments, logger, metrics, clock = Date.now, pipeline }: ReceiverDeps): Express {
+export function buildReceiverApp({
+  config,
+  environments,
+  logger,
+  metrics,
+  clock = Date.now,
+  pipeline,
+}: ReceiverDeps): Express {
   const verifierOptions = {
     environments,
     headerPrefix: config.signatureHeaderPrefix,
@@ -79,10 +86,15 @@ export async function startReceiver(deps: ReceiverDeps): Promise<RunningReceiver
   // Judged on accept only when the peer is the sender: behind a trusted proxy every peer is the proxy.
   const sourceCidrs = sourceCidrsOf(config);
   if (config.trustProxy === undefined) {
-    gateConnections(server, {
-      maxPerSource: config.maxConnectionsPerSource,
-      sourceAllowed: sourceCidrs.length > 0 ? createSourceAllowlist(sourceCidrs) : undefined,
-    }, logger, deps.metrics);
+    gateConnections(
+      server,
+      {
+        maxPerSource: config.maxConnectionsPerSource,
+        sourceAllowed: sourceCidrs.length > 0 ? createSourceAllowlist(sourceCidrs) : undefined,
+      },
+      logger,
+      deps.metrics,
+    );
   }
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -92,7 +104,16 @@ export async function startReceiver(deps: ReceiverDeps): Promise<RunningReceiver
   logger.info('receiver listening', {
     port,
     basePath: config.callbackBasePath || '/',
-    environments: Object.fromEntries(deps.environments.map((e) => [e.name, { keys: e.keys.length, ...(e.sourceAllowed ? { sourceCidrs: true } : {}), ...(e.accept ? { accept: true } : {}) }])),
+    environments: Object.fromEntries(
+      deps.environments.map((e) => [
+        e.name,
+        {
+          keys: e.keys.length,
+          ...(e.sourceAllowed ? { sourceCidrs: true } : {}),
+          ...(e.accept ? { accept: true } : {}),
+        },
+      ]),
+    ),
     schemes: config.signatureSchemes,
     sourceAllowlist: sourceCidrs.length > 0 ? sourceCidrs : 'off',
     ...(config.trustProxy !== undefined ? { trustProxy: config.trustProxy } : {}),

@@ -37,7 +37,8 @@ export async function startService(
   const connection = redis.open('producer');
   reportConnectionErrors(connection, logger, 'producer');
   const pipeline = createPipeline(connection, pipelineOptions(config), ingestObserver(metrics, logger));
-  const receiver = config.role !== 'worker' ? await startReceiver({ config, environments, logger, metrics, pipeline }) : undefined;
+  const receiver =
+    config.role !== 'worker' ? await startReceiver({ config, environments, logger, metrics, pipeline }) : undefined;
   const workers = config.role !== 'receiver' ? startWorkers(config, pipeline, logger, metrics, redis) : undefined;
   const reloader = createReloader({ env, config, pipeline, workers, logger });
   const admin = await startAdmin(config, pipeline, logger, metrics.registry, reloader);

@@ -12,10 +12,14 @@ let crm: TargetServer;
 beforeAll(async () => {
   erp = await TargetServer.start();
   crm = await TargetServer.start((n) => ({ status: n === 0 ? 503 : 200 }));
-  f = buildForwarding(platform, [
-    { name: 'erp', url: erp.url },
-    { name: 'crm', url: crm.url, events: ['payment.result'] },
-  ], { ADMIN_ALLOW_CORRECTIONS: 'true' });
+  f = buildForwarding(
+    platform,
+    [
+      { name: 'erp', url: erp.url },
+      { name: 'crm', url: crm.url, events: ['payment.result'] },
+    ],
+    { ADMIN_ALLOW_CORRECTIONS: 'true' },
+  );
 });
 afterAll(async () => {
   await f.close();
@@ -46,7 +50,11 @@ describe('admin authentication', () => {
 
   it('accepts basic auth for a browser and asks for it', async () => {
     const { buildHarness } = await import('./support/harness');
-    const h = buildHarness({ PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64, ADMIN_USER: 'ops', ADMIN_PASSWORD: 'correct horse battery' });
+    const h = buildHarness({
+      PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64,
+      ADMIN_USER: 'ops',
+      ADMIN_PASSWORD: 'correct horse battery',
+    });
     const { wireAdmin } = await import('../src/admin/wiring');
     const { createLogger } = await import('../src/logging/logger');
     const { LogCapture } = await import('./support/harness');
@@ -57,15 +65,31 @@ describe('admin authentication', () => {
     expect(denied.headers['www-authenticate']).toMatch(/^Basic/);
     await request(admin).get('/admin/api/queues').auth('ops', 'correct horse battery').expect(200);
     await request(admin).get('/admin/api/queues').auth('ops', 'wrong').expect(401);
-    await request(admin).post('/admin/api/dead-letters/replay').auth('ops', 'correct horse battery').send({ all: true }).expect(200);
-    expect(logs.find((l) => l.action === 'dead-letters.replay')).toMatchObject({ audit: true, principal: 'basic:ops', replayed: 0, filter: { all: true } });
+    await request(admin)
+      .post('/admin/api/dead-letters/replay')
+      .auth('ops', 'correct horse battery')
+      .send({ all: true })
+      .expect(200);
+    expect(logs.find((l) => l.action === 'dead-letters.replay')).toMatchObject({
+      audit: true,
+      principal: 'basic:ops',
+      replayed: 0,
+      filter: { all: true },
+    });
     await h.close();
   });
 
   it('refuses a state-changing request sent by a browser from another site', async () => {
-    const res = await request(f.admin).post('/admin/api/targets/erp/pause').set(bearer).set('origin', 'https://evil.example').set('sec-fetch-site', 'cross-site');
+    const res = await request(f.admin)
+      .post('/admin/api/targets/erp/pause')
+      .set(bearer)
+      .set('origin', 'https://evil.example')
+      .set('sec-fetch-site', 'cross-site');
     expect(res.status).toBe(403);
-    expect((await request(f.admin).get('/admin/api/targets').set(bearer)).body.targets).toContainEqual({ target: 'erp', paused: false });
+    expect((await request(f.admin).get('/admin/api/targets').set(bearer)).body.targets).toContainEqual({
+      target: 'erp',
+      paused: false,
+    });
   });
 
   it('leaves /healthz and /readyz open for probes', async () => {
@@ -78,9 +102,17 @@ describe('admin API', () => {
   it('summarises every queue', async () => {
     const res = await request(f.admin).get('/admin/api/queues').set(bearer).expect(200);
     const names = res.body.queues.map((q: { queue: string }) => q.queue);
-    expect(names).toEqual(expect.arrayContaining(['payment.result', 'fx.result', 'quarantine', 'deliver.erp', 'deliver.crm']));
-    expect(res.body.queues[0]).toMatchObject({ counts: expect.objectContaining({ waiting: expect.any(Number) }), paused: false });
-    expect(res.body.targets).toEqual([{ target: 'erp', paused: false }, { target: 'crm', paused: false }]);
+    expect(names).toEqual(
+      expect.arrayContaining(['payment.result', 'fx.result', 'quarantine', 'deliver.erp', 'deliver.crm']),
+    );
+    expect(res.body.queues[0]).toMatchObject({
+      counts: expect.objectContaining({ waiting: expect.any(Number) }),
+      paused: false,
+    });
+    expect(res.body.targets).toEqual([
+      { target: 'erp', paused: false },
+      { target: 'crm', paused: false },
+    ]);
   });
 
   it('looks an event up by event id and by request_id, with each delivery and every attempt', async () => {
@@ -89,12 +121,28 @@ describe('admin API', () => {
     await crm.waitFor(() => crm.successes().length === 1);
     await erp.waitFor(() => erp.requests.length >= 1);
     const eventId = String(crm.requests[0]!.headers['webhook-id']);
-    await waitUntil(async () => (await request(f.admin).get(`/admin/api/events/${eventId}`).set(bearer)).body.deliveries?.every((d: { state: string }) => d.state === 'completed'), 5000, 'deliveries completed');
+    await waitUntil(
+      async () =>
+        (await request(f.admin).get(`/admin/api/events/${eventId}`).set(bearer)).body.deliveries?.every(
+          (d: { state: string }) => d.state === 'completed',
+        ),
+      5000,
+      'deliveries completed',
+    );
 
     const res = await request(f.admin).get(`/admin/api/events/${eventId}`).set(bearer).expect(200);
-    expect(res.body).toMatchObject({ eventId, eventType: 'payment.result', payload: { data: { request_id: 'PAY-LOOKUP-1', account_no: '***' } } });
+    expect(res.body).toMatchObject({
+      eventId,
+      eventType: 'payment.result',
+      payload: { data: { request_id: 'PAY-LOOKUP-1', account_no: '***' } },
+    });
     const crmDelivery = res.body.deliveries.find((d: { target: string }) => d.target === 'crm');
-    expect(crmDelivery).toMatchObject({ state: 'completed', attemptsMade: 2, failedAttempts: [{ attempt: 1, status: 503 }], result: { status: 200 } });
+    expect(crmDelivery).toMatchObject({
+      state: 'completed',
+      attemptsMade: 2,
+      failedAttempts: [{ attempt: 1, status: 503 }],
+      result: { status: 200 },
+    });
 
     const byRequest = await request(f.admin).get('/admin/api/events?requestId=PAY-LOOKUP-1').set(bearer).expect(200);
     expect(byRequest.body.events.map((e: { eventId: string }) => e.eventId)).toEqual([eventId]);
@@ -108,14 +156,33 @@ describe('admin API', () => {
     const item = list.body.quarantined[0];
     expect(item).toMatchObject({ eventType: 'fx.result', errors: [expect.stringMatching(/not JSON/)] });
 
-    const still = await request(f.admin).post('/admin/api/quarantine/replay').set(bearer).send({ ids: [item.id] }).expect(200);
+    const still = await request(f.admin)
+      .post('/admin/api/quarantine/replay')
+      .set(bearer)
+      .send({ ids: [item.id] })
+      .expect(200);
     expect(still.body.results[0]).toMatchObject({ outcome: 'still_invalid' });
-    const fixed = await request(f.admin).post('/admin/api/quarantine/replay').set(bearer).send({ ids: [item.id], body: '{"type":"MERCH","data":{"fixed":true}}' }).expect(200);
+    const fixed = await request(f.admin)
+      .post('/admin/api/quarantine/replay')
+      .set(bearer)
+      .send({ ids: [item.id], body: '{"type":"MERCH","data":{"fixed":true}}' })
+      .expect(200);
 
-    expect(fixed.body.results[0]).toEqual({ id: item.id, outcome: 'queued', eventId: item.eventId, originalSha256: expect.stringMatching(/^[0-9a-f]{64}$/), correctedSha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(fixed.body.results[0]).toEqual({
+      id: item.id,
+      outcome: 'queued',
+      eventId: item.eventId,
+      originalSha256: expect.stringMatching(/^[0-9a-f]{64}$/),
+      correctedSha256: expect.stringMatching(/^[0-9a-f]{64}$/),
+    });
     await erp.waitFor(() => erp.requests.some((r) => r.headers['webhook-id'] === item.eventId));
     expect((await request(f.admin).get('/admin/api/quarantine').set(bearer)).body.quarantined).toHaveLength(0);
-    expect(f.adminLogs.find((l) => l.action === 'quarantine.replay' && l.corrected === true)).toMatchObject({ principal: 'token', items: [item.id], eventIds: [item.eventId], outcomes: ['queued'] });
+    expect(f.adminLogs.find((l) => l.action === 'quarantine.replay' && l.corrected === true)).toMatchObject({
+      principal: 'token',
+      items: [item.id],
+      eventIds: [item.eventId],
+      outcomes: ['queued'],
+    });
   });
 
   it('pauses a target so its deliveries wait, and resumes it', async () => {
@@ -129,7 +196,11 @@ describe('admin API', () => {
 
     await request(f.admin).post('/admin/api/targets/erp/resume').set(bearer).expect(200);
     await erp.waitFor(() => erp.requests.length === before + 1);
-    expect(f.adminLogs.find((l) => l.action === 'target.pause')).toMatchObject({ principal: 'token', target: 'erp', from: expect.any(String) });
+    expect(f.adminLogs.find((l) => l.action === 'target.pause')).toMatchObject({
+      principal: 'token',
+      target: 'erp',
+      from: expect.any(String),
+    });
     expect(f.adminLogs.find((l) => l.action === 'target.resume')).toMatchObject({ principal: 'token', target: 'erp' });
     await request(f.admin).post('/admin/api/targets/nope/pause').set(bearer).expect(404);
   });

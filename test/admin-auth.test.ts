@@ -13,7 +13,12 @@ let admin: ReturnType<typeof wireAdmin>;
 const logs = new LogCapture();
 
 beforeAll(() => {
-  h = buildHarness({ PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64, ADMIN_TOKEN: TOKEN, ADMIN_USER: 'ops', ADMIN_PASSWORD: PASSWORD });
+  h = buildHarness({
+    PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64,
+    ADMIN_TOKEN: TOKEN,
+    ADMIN_USER: 'ops',
+    ADMIN_PASSWORD: PASSWORD,
+  });
   admin = wireAdmin(h.config, h.pipeline, h.metrics.registry, createLogger('info', logs.stream));
 });
 afterAll(async () => {
@@ -24,7 +29,10 @@ describe('the authentication scheme', () => {
   it('is case-insensitive (RFC 9110): `bearer` and `BASIC` are accepted, and are no failed login', async () => {
     await request(admin).get('/admin/api/queues').set('authorization', `bearer ${TOKEN}`).expect(200);
     await request(admin).get('/admin/api/queues').set('authorization', `BEARER ${TOKEN}`).expect(200);
-    await request(admin).get('/admin/api/queues').set('authorization', `BASIC ${Buffer.from(`ops:${PASSWORD}`).toString('base64')}`).expect(200);
+    await request(admin)
+      .get('/admin/api/queues')
+      .set('authorization', `BASIC ${Buffer.from(`ops:${PASSWORD}`).toString('base64')}`)
+      .expect(200);
     await new Promise((r) => setImmediate(r));
     expect(logs.lines.filter((l) => l.message === 'admin authentication failed')).toEqual([]);
   });
@@ -32,7 +40,8 @@ describe('the authentication scheme', () => {
 
 describe('failed admin logins', () => {
   it('are logged with the address and the scheme, never the credential, and the 11th within a minute is answered 429 with Retry-After', async () => {
-    for (let i = 0; i < 5; i++) await request(admin).get('/admin/api/queues').set('authorization', `Bearer wrong-token-${i}`).expect(401);
+    for (let i = 0; i < 5; i++)
+      await request(admin).get('/admin/api/queues').set('authorization', `Bearer wrong-token-${i}`).expect(401);
     for (let i = 0; i < 5; i++) await request(admin).get('/metrics').auth('ops', `wrong-password-${i}`).expect(401);
 
     const throttled = await request(admin).get('/admin/api/queues').set('authorization', `Bearer ${TOKEN}`);
@@ -43,7 +52,12 @@ describe('failed admin logins', () => {
 
     const failures = logs.lines.filter((l) => l.message === 'admin authentication failed');
     expect(failures).toHaveLength(10);
-    expect(failures[0]).toMatchObject({ level: 'warn', from: expect.stringMatching(/127\.0\.0\.1/), scheme: 'bearer', path: '/admin/api/queues' });
+    expect(failures[0]).toMatchObject({
+      level: 'warn',
+      from: expect.stringMatching(/127\.0\.0\.1/),
+      scheme: 'bearer',
+      path: '/admin/api/queues',
+    });
     expect(failures[9]).toMatchObject({ scheme: 'basic', path: '/metrics' });
     expect(logs.find((l) => /refused for a while/.test(String(l.message)))).toBeDefined();
     const text = logs.raw.join('\n');

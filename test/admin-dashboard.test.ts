@@ -27,7 +27,8 @@ const forged = (eventId: string) => ({
     eventType: 'payment.result',
     receivedAt: new Date().toISOString(),
     path: '/api/v2/merch/pay/notify',
-    rawBody: '{"type":"MERCH","data":{"request_id":"FORGED","status":"SUCCESS","amount":"999999.00","account_no":"6222020000000001"}}',
+    rawBody:
+      '{"type":"MERCH","data":{"request_id":"FORGED","status":"SUCCESS","amount":"999999.00","account_no":"6222020000000001"}}',
     rawBodyEncoding: 'utf8',
     signatureHeaders: {},
     target: 'erp',
@@ -84,7 +85,11 @@ describe('the dashboard is read-only by default', () => {
       return { counts: q.counts, paused: q.paused };
     };
 
-    const res = await (request(f.admin) as unknown as Record<string, (p: string) => request.Test>)[method]!(`${board}${path}`).set(bearer).send({});
+    const res = await (request(f.admin) as unknown as Record<string, (p: string) => request.Test>)[method]!(
+      `${board}${path}`,
+    )
+      .set(bearer)
+      .send({});
     expect(res.status).toBe(403);
 
     const after = await request(f.admin).get('/admin/api/queues').set(bearer).expect(200);
@@ -98,7 +103,12 @@ describe('with dashboard writes turned on', () => {
   const logs = new LogCapture();
 
   beforeAll(() => {
-    writable = wireAdmin({ ...f.config, adminReadOnlyDashboard: false }, f.pipeline, createMetrics().registry, createLogger('info', logs.stream));
+    writable = wireAdmin(
+      { ...f.config, adminReadOnlyDashboard: false },
+      f.pipeline,
+      createMetrics().registry,
+      createLogger('info', logs.stream),
+    );
   });
 
   it('says so at start', async () => {
@@ -111,7 +121,9 @@ describe('with dashboard writes turned on', () => {
     expect(res.status).toBe(200);
     // What read-only mode prevents: the worker signs the forged job with the target's secret.
     await erp.waitFor(() => erp.requests.some((r) => r.headers['webhook-id'] === 'evt_forged_rw'));
-    expect(erp.requests.find((r) => r.headers['webhook-id'] === 'evt_forged_rw')!.headers['webhook-signature']).toMatch(/^v1,/);
+    expect(erp.requests.find((r) => r.headers['webhook-id'] === 'evt_forged_rw')!.headers['webhook-signature']).toMatch(
+      /^v1,/,
+    );
 
     const line = logs.find((l) => l.audit === true && l.action === 'dashboard.write');
     expect(line).toMatchObject({
@@ -131,18 +143,39 @@ describe('with dashboard writes turned on', () => {
     await platform.send(f.receiver.app, platform.signed('fx.result', { body: 'not json, to be removed' })).expect(200);
     const listed = await request(f.admin).get('/admin/api/quarantine').set(bearer).expect(200);
     const id = (listed.body.quarantined as { id: string }[])[0]!.id;
-    await request(writable).put(`${board}/quarantine/${encodeURIComponent(id)}/clean`).set(bearer).expect(204);
-    await waitUntil(() => logs.find((l) => l.action === 'dashboard.write' && l.queue === 'quarantine') !== undefined, 2000, 'the audit line');
-    expect(logs.find((l) => l.action === 'dashboard.write' && l.queue === 'quarantine')).toMatchObject({ principal: 'token', jobId: id, status: 204, answered: true });
+    await request(writable)
+      .put(`${board}/quarantine/${encodeURIComponent(id)}/clean`)
+      .set(bearer)
+      .expect(204);
+    await waitUntil(
+      () => logs.find((l) => l.action === 'dashboard.write' && l.queue === 'quarantine') !== undefined,
+      2000,
+      'the audit line',
+    );
+    expect(logs.find((l) => l.action === 'dashboard.write' && l.queue === 'quarantine')).toMatchObject({
+      principal: 'token',
+      jobId: id,
+      status: 204,
+      answered: true,
+    });
   });
 });
 
 describe('the dashboard masks job data as the admin API does', () => {
-  const body = '{"type":"MERCH","data":{"request_id":"MASK-1","account_no":"6222029999999999","payer_name":"Ada Lovelace","amount":"10.00"}}';
+  const body =
+    '{"type":"MERCH","data":{"request_id":"MASK-1","account_no":"6222029999999999","payer_name":"Ada Lovelace","amount":"10.00"}}';
 
-  async function jobsOf(queue: string): Promise<{ text: string; jobs: { id: string; data: Record<string, unknown>; returnValue: unknown }[] }> {
-    const res = await request(f.admin).get(board).query({ activeQueue: queue, status: 'latest', page: '1', jobsPerPage: '50' }).set(bearer).expect(200);
-    const found = (res.body.queues as { name: string; jobs: { id: string; data: Record<string, unknown>; returnValue: unknown }[] }[]).find((q) => q.name === queue)!;
+  async function jobsOf(
+    queue: string,
+  ): Promise<{ text: string; jobs: { id: string; data: Record<string, unknown>; returnValue: unknown }[] }> {
+    const res = await request(f.admin)
+      .get(board)
+      .query({ activeQueue: queue, status: 'latest', page: '1', jobsPerPage: '50' })
+      .set(bearer)
+      .expect(200);
+    const found = (
+      res.body.queues as { name: string; jobs: { id: string; data: Record<string, unknown>; returnValue: unknown }[] }[]
+    ).find((q) => q.name === queue)!;
     return { text: res.text, jobs: found.jobs };
   }
 
@@ -151,28 +184,42 @@ describe('the dashboard masks job data as the admin API does', () => {
     await erp.waitFor(() => erp.successes().some((r) => r.body.includes('MASK-1')));
     // An event no target takes is kept in its event queue, with its parsed payload beside the body.
     const fx = JSON.parse(sampleBody('fx.result')) as { data: Record<string, unknown> };
-    Object.assign(fx.data, { request_id: 'MASK-1', account_no: '6222029999999999', payer_name: 'Ada Lovelace', amount: '10.00' });
+    Object.assign(fx.data, {
+      request_id: 'MASK-1',
+      account_no: '6222029999999999',
+      payer_name: 'Ada Lovelace',
+      amount: '10.00',
+    });
     await platform.send(f.receiver.app, platform.signed('fx.result', { body: JSON.stringify(fx) })).expect(200);
 
     const events = await jobsOf('fx.result');
     const event = events.jobs.find((j) => String(j.data.rawBody).includes('MASK-1'))!;
-    expect(event.data.payload).toMatchObject({ data: { request_id: 'MASK-1', account_no: '***', payer_name: '***', amount: '10.00' } });
+    expect(event.data.payload).toMatchObject({
+      data: { request_id: 'MASK-1', account_no: '***', payer_name: '***', amount: '10.00' },
+    });
     expect(JSON.parse(String(event.data.rawBody))).toMatchObject({ data: { account_no: '***', payer_name: '***' } });
     expect(events.text).not.toContain('6222029999999999');
     expect(events.text).not.toContain('Ada Lovelace');
 
     const deliveries = await jobsOf('deliver.erp');
     const delivery = deliveries.jobs.find((j) => String(j.data.rawBody).includes('MASK-1'))!;
-    expect(JSON.parse(String(delivery.data.rawBody))).toMatchObject({ data: { request_id: 'MASK-1', account_no: '***' } });
+    expect(JSON.parse(String(delivery.data.rawBody))).toMatchObject({
+      data: { request_id: 'MASK-1', account_no: '***' },
+    });
     expect(deliveries.text).not.toContain('6222029999999999');
 
-    const single = await request(f.admin).get(`${board}/deliver.erp/${encodeURIComponent(delivery.id)}`).set(bearer).expect(200);
+    const single = await request(f.admin)
+      .get(`${board}/deliver.erp/${encodeURIComponent(delivery.id)}`)
+      .set(bearer)
+      .expect(200);
     expect(single.body.job.data.rawBody).toContain('"account_no":"***"');
     expect(single.text).not.toContain('Ada Lovelace');
   });
 
   it('shows only the size of a body that is not JSON', async () => {
-    await platform.send(f.receiver.app, platform.signed('settlement.result', { body: 'iban=DE89370400440532013000' })).expect(200);
+    await platform
+      .send(f.receiver.app, platform.signed('settlement.result', { body: 'iban=DE89370400440532013000' }))
+      .expect(200);
     const { text, jobs } = await jobsOf('quarantine');
     const job = jobs.find((j) => j.data.eventType === 'settlement.result')!;
     expect(job.data.rawBody).toBe('(27 bytes, not JSON: hidden; the quarantine API lists its errors)');

@@ -32,9 +32,14 @@ describe('a saturating load run', () => {
     workdir.remove();
   });
 
-  it('is timed from its first request to its last answer, not rounded up to autocannon\'s tick', async () => {
+  it("is timed from its first request to its last answer, not rounded up to autocannon's tick", async () => {
     const amount = 200;
-    const requests = Array.from({ length: amount }, (_, i) => ({ path: `/r/${i}`, headers: { 'content-type': 'application/json' }, body: '{}', requestId: `R${i}` }));
+    const requests = Array.from({ length: amount }, (_, i) => ({
+      path: `/r/${i}`,
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+      requestId: `R${i}`,
+    }));
     const result = await runLoad(workdir, { mode: 'saturate', url, amount, connections: 4, timeoutSec: 10 }, requests);
     expect(result.ok).toBe(amount);
     expect(served).toBe(amount);

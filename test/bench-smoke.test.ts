@@ -33,7 +33,8 @@ function expectDrain(d: DrainPhase | undefined, backlog: number): void {
   expect(baseline.eventsPerSec).toBeGreaterThan(0);
   expect(baseline.redisBytesPerQueuedEvent).toBeGreaterThan(0);
   if (forwardingAvailable()) {
-    if ('skipped' in d!.service) throw new Error(`service drain skipped although src/forwarding exists: ${d!.service.skipped}`);
+    if ('skipped' in d!.service)
+      throw new Error(`service drain skipped although src/forwarding exists: ${d!.service.skipped}`);
     expect(d!.service.delivered).toBe(backlog);
     expect(d!.service.eventsPerSec).toBeGreaterThan(0);
   } else {
@@ -85,7 +86,9 @@ it('when the harness runs in smoke mode, then every phase reports figures for th
       if (!d || 'skipped' in d) throw new Error('the transform phase did not run');
       expect(d.delivered).toBe(options.drain.backlog);
     }
-    expect(ratioOfRow(result, /^transform/, 'events/s delivered, with a transform vs without')).toEqual(expect.any(Number));
+    expect(ratioOfRow(result, /^transform/, 'events/s delivered, with a transform vs without')).toEqual(
+      expect.any(Number),
+    );
   }
 
   for (const soak of [result.soak?.service, result.soak?.baseline]) {
@@ -104,14 +107,19 @@ it('when the harness runs in smoke mode, then every phase reports figures for th
   expect(table).toContain('| console search');
 
   // Every figure of the service is set against its baseline.
-  const ratioOf = (section: RegExp, metric: string) => result.rows.find((r) => section.test(r.section) && r.metric === metric)?.ratio;
+  const ratioOf = (section: RegExp, metric: string) =>
+    result.rows.find((r) => section.test(r.section) && r.metric === metric)?.ratio;
   expect(ratioOf(/^ingest \(/, 'accepted/s, no errors')).toEqual(expect.any(Number));
   expect(ratioOf(/^ingest vs the Express baseline/, 'accepted/s, no errors')).toEqual(expect.any(Number));
   expect(ratioOf(/^fixed/, 'ack p99 ms')).toEqual(expect.any(Number));
   expect(ratioOf(/^memory/, 'RSS max MB, every phase')).toEqual(expect.any(Number));
   // The service's RSS peak of every phase that ran is a row of its own, against the 200 MB target.
-  const peaks = result.rows.filter((r) => r.section === 'memory' && r.metric.startsWith('RSS max MB, ') && r.metric !== 'RSS max MB, every phase');
-  expect(peaks.map((r) => r.metric)).toEqual(expect.arrayContaining(['RSS max MB, ingest (ROLE=receiver)', 'RSS max MB, soak (ROLE=all)']));
+  const peaks = result.rows.filter(
+    (r) => r.section === 'memory' && r.metric.startsWith('RSS max MB, ') && r.metric !== 'RSS max MB, every phase',
+  );
+  expect(peaks.map((r) => r.metric)).toEqual(
+    expect.arrayContaining(['RSS max MB, ingest (ROLE=receiver)', 'RSS max MB, soak (ROLE=all)']),
+  );
   for (const r of peaks) expect(r).toMatchObject({ service: expect.any(Number), target: '<= 200 MB' });
   if (forwardingAvailable()) expect(ratioOf(/^drain/, 'events/s delivered')).toEqual(expect.any(Number));
   for (const row of result.rows) expect(row).toHaveProperty('ratio');

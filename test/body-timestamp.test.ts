@@ -48,12 +48,19 @@ describe('finding the legacy body timestamp without parsing the body', () => {
 
   it('agrees with JSON.parse on the top-level timestamp of ordinary bodies', () => {
     const bodies = [
-      { timestamp: 1795000000000, type: 'MERCH', data: { timestamp: 1, list: [{ timestamp: 2 }], note: '"timestamp":3' } },
+      {
+        timestamp: 1795000000000,
+        type: 'MERCH',
+        data: { timestamp: 1, list: [{ timestamp: 2 }], note: '"timestamp":3' },
+      },
       { data: { a: [[], {}, '', '\\'] }, timestamp: 12 },
     ];
     for (const value of bodies) {
       for (const text of [JSON.stringify(value), JSON.stringify(value, null, 2)]) {
-        expect(findBodyTimestamp(Buffer.from(text))).toEqual({ found: true, timestamp: (JSON.parse(text) as { timestamp: number }).timestamp });
+        expect(findBodyTimestamp(Buffer.from(text))).toEqual({
+          found: true,
+          timestamp: (JSON.parse(text) as { timestamp: number }).timestamp,
+        });
       }
     }
   });

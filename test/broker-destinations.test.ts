@@ -73,11 +73,16 @@ async function amqpConsumer(name: string) {
 async function natsStream(name: string) {
   await jsm.streams.add({ name, subjects: [`${name}.>`], duplicate_window: nanos(120_000) });
   const published: string[] = [];
-  const sub = nc.subscribe(`${name}.>`, { callback: (_err, m) => void published.push(m.headers?.get('Nats-Msg-Id') ?? '') });
+  const sub = nc.subscribe(`${name}.>`, {
+    callback: (_err, m) => void published.push(m.headers?.get('Nats-Msg-Id') ?? ''),
+  });
   return {
     published,
     subject: `${name}.{type}`,
-    async stored(): Promise<{ ids: string[]; first?: { subject: string; headers: Record<string, string>; body: string } }> {
+    async stored(): Promise<{
+      ids: string[];
+      first?: { subject: string; headers: Record<string, string>; body: string };
+    }> {
       const info = await jsm.streams.info(name);
       const ids: string[] = [];
       let first;
@@ -100,7 +105,9 @@ async function natsStream(name: string) {
 /** The `id` field of every entry of a stream on the second Redis. */
 async function streamEntries(stream: string): Promise<Record<string, string>[]> {
   const entries = await redis.xrange(stream, '-', '+');
-  return entries.map(([, fields]) => Object.fromEntries(Array.from({ length: fields.length / 2 }, (_, i) => [fields[2 * i]!, fields[2 * i + 1]!])));
+  return entries.map(([, fields]) =>
+    Object.fromEntries(Array.from({ length: fields.length / 2 }, (_, i) => [fields[2 * i]!, fields[2 * i + 1]!])),
+  );
 }
 
 /** Sends `count` payment.result notifications, 20 at a time; answers the event ids the receiver acknowledged (200). */
@@ -131,9 +138,24 @@ async function brokerTargets(extra: Record<string, unknown> = {}) {
   const stream = await natsStream(`EVENTS${run}`);
   const redisStream = `events-${run}`;
   const targets = [
-    { name: 'ledger-bus', destination: { type: 'amqp', url: rabbit.url, exchange: amqp.exchange, routingKey: 'platform.{type}' }, secret: SECRET, ...extra },
-    { name: 'risk-stream', destination: { type: 'nats', servers: [nats.url], subject: stream.subject }, secret: SECRET, ...extra },
-    { name: 'audit-stream', destination: { type: 'redis-stream', url: streams.url, stream: redisStream, maxLen: 100000 }, secret: SECRET, ...extra },
+    {
+      name: 'ledger-bus',
+      destination: { type: 'amqp', url: rabbit.url, exchange: amqp.exchange, routingKey: 'platform.{type}' },
+      secret: SECRET,
+      ...extra,
+    },
+    {
+      name: 'risk-stream',
+      destination: { type: 'nats', servers: [nats.url], subject: stream.subject },
+      secret: SECRET,
+      ...extra,
+    },
+    {
+      name: 'audit-stream',
+      destination: { type: 'redis-stream', url: streams.url, stream: redisStream, maxLen: 100000 },
+      secret: SECRET,
+      ...extra,
+    },
   ];
   return { amqp, stream, redisStream, targets };
 }
@@ -144,7 +166,14 @@ describe('broker destinations', () => {
     f = buildForwarding(platform, targets);
 
     const acknowledged = await notifyMany(EVENTS);
-    await waitUntil(async () => amqp.received.length >= EVENTS && (await jsm.streams.info(`EVENTS${run}`)).state.messages >= EVENTS && (await redis.xlen(redisStream)) >= EVENTS, 30000, 'every broker has every event');
+    await waitUntil(
+      async () =>
+        amqp.received.length >= EVENTS &&
+        (await jsm.streams.info(`EVENTS${run}`)).state.messages >= EVENTS &&
+        (await redis.xlen(redisStream)) >= EVENTS,
+      30000,
+      'every broker has every event',
+    );
     await new Promise((r) => setTimeout(r, 300)); // nothing late arrives twice
 
     const amqpCounts = countBy(amqp.received.map((m) => m.properties.messageId as string));
@@ -167,18 +196,30 @@ describe('broker destinations', () => {
     expect(m.properties.headers).toMatchObject({ 'webhook-id': id, 'x-webhook-environment': 'production' });
     expect(m.properties.timestamp).toBe(Number(m.properties.headers!['webhook-timestamp']));
     const body = m.content.toString();
-    expect(wh.verify(body, { 'webhook-id': id, 'webhook-timestamp': String(m.properties.headers!['webhook-timestamp']), 'webhook-signature': String(m.properties.headers!['webhook-signature']) })).toMatchObject({ id, type: 'payment.result' });
+    expect(
+      wh.verify(body, {
+        'webhook-id': id,
+        'webhook-timestamp': String(m.properties.headers!['webhook-timestamp']),
+        'webhook-signature': String(m.properties.headers!['webhook-signature']),
+      }),
+    ).toMatchObject({ id, type: 'payment.result' });
 
     // NATS: the same headers, plus Nats-Msg-Id; {type} filled into the subject.
     expect(first!.subject).toBe(`EVENTS${run}.payment.result`);
-    expect(first!.headers).toMatchObject({ 'Nats-Msg-Id': first!.headers['webhook-id'], 'x-webhook-environment': 'production', 'content-type': 'application/json' });
+    expect(first!.headers).toMatchObject({
+      'Nats-Msg-Id': first!.headers['webhook-id'],
+      'x-webhook-environment': 'production',
+      'content-type': 'application/json',
+    });
     expect(wh.verify(first!.body, first!.headers)).toMatchObject({ type: 'payment.result' });
 
     // Redis stream: id, type, timestamp, body, signature (and the headers as JSON).
     const e = entries[0]!;
     expect(e).toMatchObject({ type: 'payment.result' });
     expect(JSON.parse(e.headers!)).toMatchObject({ 'webhook-id': e.id, 'x-webhook-environment': 'production' });
-    expect(wh.verify(e.body!, { 'webhook-id': e.id!, 'webhook-timestamp': e.timestamp!, 'webhook-signature': e.signature! })).toMatchObject({ id: e.id });
+    expect(
+      wh.verify(e.body!, { 'webhook-id': e.id!, 'webhook-timestamp': e.timestamp!, 'webhook-signature': e.signature! }),
+    ).toMatchObject({ id: e.id });
 
     // The delivery's return value says what the broker confirmed.
     const job = await f.pipeline.deliveryQueue('risk-stream')!.getJob(id);
@@ -187,7 +228,11 @@ describe('broker destinations', () => {
   });
 
   it('when each broker is frozen for 10 s mid-run, then nothing acknowledged is missing and the JetStream stream holds each event once though some were published twice', async () => {
-    const { amqp, stream, redisStream, targets } = await brokerTargets({ timeoutMs: 1000, maxAttempts: 100, backoff: { initialMs: 200, maxMs: 1000 } });
+    const { amqp, stream, redisStream, targets } = await brokerTargets({
+      timeoutMs: 1000,
+      maxAttempts: 100,
+      backoff: { initialMs: 200, maxMs: 1000 },
+    });
     f = buildForwarding(platform, targets);
 
     const before = await notifyMany(EVENTS / 2);
@@ -207,7 +252,10 @@ describe('broker destinations', () => {
     const acknowledged = [...before, ...during];
     const has = (counts: Map<string, number>) => acknowledged.every((id) => (counts.get(id) ?? 0) >= 1);
     await waitUntil(
-      async () => has(countBy(amqp.received.map((m) => m.properties.messageId as string))) && has(countBy((await stream.stored()).ids)) && has(countBy((await streamEntries(redisStream)).map((e) => e.id!))),
+      async () =>
+        has(countBy(amqp.received.map((m) => m.properties.messageId as string))) &&
+        has(countBy((await stream.stored()).ids)) &&
+        has(countBy((await streamEntries(redisStream)).map((e) => e.id!))),
       40000,
       'every acknowledged event at every broker',
     );
@@ -220,7 +268,12 @@ describe('broker destinations', () => {
     expect([...published.values()].some((n) => n > 1)).toBe(true);
     // Each broker's outage was seen as such: its deliveries timed out and were retried.
     for (const target of ['ledger-bus', 'risk-stream', 'audit-stream']) {
-      expect(f.logs.find((l) => l.message === 'delivery attempt failed; will retry' && l.target === target && l.errorClass === 'timeout')).toBeDefined();
+      expect(
+        f.logs.find(
+          (l) =>
+            l.message === 'delivery attempt failed; will retry' && l.target === target && l.errorClass === 'timeout',
+        ),
+      ).toBeDefined();
     }
     await Promise.all([amqp.close(), stream.close()]);
   }, 90000);
@@ -229,10 +282,26 @@ describe('broker destinations', () => {
     const ch = await mq.createChannel();
     await ch.assertExchange('unbound', 'topic', { durable: false });
     f = buildForwarding(platform, [
-      { name: 'unrouted', destination: { type: 'amqp', url: rabbit.url, exchange: 'unbound', routingKey: 'platform.{type}' }, maxAttempts: 2 },
-      { name: 'streamless', destination: { type: 'nats', servers: [nats.url], subject: 'nostream.{type}' }, maxAttempts: 2 },
-      { name: 'no-exchange', destination: { type: 'amqp', url: rabbit.url, exchange: 'missing-exchange' }, maxAttempts: 2 },
-      { name: 'wrong-password', destination: { type: 'amqp', url: rabbit.url.replace('guest:guest', 'guest:sekret-pw'), exchange: 'unbound' }, maxAttempts: 2 },
+      {
+        name: 'unrouted',
+        destination: { type: 'amqp', url: rabbit.url, exchange: 'unbound', routingKey: 'platform.{type}' },
+        maxAttempts: 2,
+      },
+      {
+        name: 'streamless',
+        destination: { type: 'nats', servers: [nats.url], subject: 'nostream.{type}' },
+        maxAttempts: 2,
+      },
+      {
+        name: 'no-exchange',
+        destination: { type: 'amqp', url: rabbit.url, exchange: 'missing-exchange' },
+        maxAttempts: 2,
+      },
+      {
+        name: 'wrong-password',
+        destination: { type: 'amqp', url: rabbit.url.replace('guest:guest', 'guest:sekret-pw'), exchange: 'unbound' },
+        maxAttempts: 2,
+      },
     ]);
     const [eventId] = await notifyMany(1);
     const letters = async () => new Map((await f!.deadLetters.list()).map((d) => [d.target, d]));
@@ -240,21 +309,33 @@ describe('broker destinations', () => {
     const dead = await letters();
 
     expect(dead.get('unrouted')!.lastFailure).toMatchObject({ errorClass: 'unroutable', attempt: 2 });
-    expect(dead.get('unrouted')!.lastFailure!.error).toMatch(/^unroutable: RabbitMQ returned the message \(312 NO_ROUTE\): no queue is bound to exchange "unbound" with routing key "platform.payment.result" after \d+ ms$/);
+    expect(dead.get('unrouted')!.lastFailure!.error).toMatch(
+      /^unroutable: RabbitMQ returned the message \(312 NO_ROUTE\): no queue is bound to exchange "unbound" with routing key "platform.payment.result" after \d+ ms$/,
+    );
     expect(dead.get('streamless')!.lastFailure).toMatchObject({ errorClass: 'no_stream', attempt: 2 });
-    expect(dead.get('streamless')!.lastFailure!.error).toMatch(/^no stream: no JetStream stream captures subject "nostream.payment.result"/);
+    expect(dead.get('streamless')!.lastFailure!.error).toMatch(
+      /^no stream: no JetStream stream captures subject "nostream.payment.result"/,
+    );
     expect(dead.get('no-exchange')!.lastFailure!.error).toMatch(/NOT_FOUND - no exchange 'missing-exchange'/);
     expect(dead.get('wrong-password')!.lastFailure!.error).toMatch(/cannot connect to RabbitMQ: .*ACCESS.REFUSED/);
     // Credentials are nowhere: not in the failure, the masked headers or the log lines.
     expect(JSON.stringify([...dead.values()])).not.toContain('sekret-pw');
     expect(f.logs.raw.join('\n')).not.toContain('sekret-pw');
-    expect(f.logs.find((l) => l.message === 'delivery dead-lettered' && l.target === 'unrouted' && /unroutable/.test(String(l.error)))).toBeDefined();
+    expect(
+      f.logs.find(
+        (l) => l.message === 'delivery dead-lettered' && l.target === 'unrouted' && /unroutable/.test(String(l.error)),
+      ),
+    ).toBeDefined();
 
     // The operator binds a queue and replays: the same event, delivered once.
     await ch.assertQueue('late-queue', { durable: false });
     await ch.bindQueue('late-queue', 'unbound', 'platform.#');
     await f.deadLetters.replay([`unrouted/${eventId}`]);
-    await waitUntil(async () => (await ch.checkQueue('late-queue')).messageCount === 1, 10000, 'replayed into the bound queue');
+    await waitUntil(
+      async () => (await ch.checkQueue('late-queue')).messageCount === 1,
+      10000,
+      'replayed into the bound queue',
+    );
     const got = await ch.get('late-queue', { noAck: true });
     expect(got && got.properties.messageId).toBe(eventId);
     await ch.close();
@@ -269,15 +350,35 @@ describe('broker destinations', () => {
       stringify({
         targets: [
           { name: 'bus', events: ['*'], destination: { type: 'amqp', url: rabbit.url, exchange: 'amq.topic' } },
-          { name: 'bus-down', events: ['*'], destination: { type: 'amqp', url: `amqp://guest:sekret-pw@127.0.0.1:${closedPort}`, exchange: 'x' } },
-          { name: 'risk', events: ['payment.result'], destination: { type: 'nats', servers: [nats.url], subject: 'checked.{type}' } },
-          { name: 'risk-nostream', events: ['payment.result'], destination: { type: 'nats', servers: [nats.url.replace('nats://', 'nats://tok-sekret@')], subject: 'unchecked.{type}' } },
+          {
+            name: 'bus-down',
+            events: ['*'],
+            destination: { type: 'amqp', url: `amqp://guest:sekret-pw@127.0.0.1:${closedPort}`, exchange: 'x' },
+          },
+          {
+            name: 'risk',
+            events: ['payment.result'],
+            destination: { type: 'nats', servers: [nats.url], subject: 'checked.{type}' },
+          },
+          {
+            name: 'risk-nostream',
+            events: ['payment.result'],
+            destination: {
+              type: 'nats',
+              servers: [nats.url.replace('nats://', 'nats://tok-sekret@')],
+              subject: 'unchecked.{type}',
+            },
+          },
           { name: 'audit', events: ['*'], destination: { type: 'redis-stream', url: streams.url, stream: 'audit' } },
         ],
       }),
     );
     const out: string[] = [];
-    const code = await runCli(['config', 'check'], { env: { PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64, CONFIG_FILE: file, REDIS_URL: testRedisUrl() }, out: (l) => out.push(l), err: (l) => out.push(l) });
+    const code = await runCli(['config', 'check'], {
+      env: { PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64, CONFIG_FILE: file, REDIS_URL: testRedisUrl() },
+      out: (l) => out.push(l),
+      err: (l) => out.push(l),
+    });
     const text = out.join('\n');
 
     expect(code).toBe(0);
@@ -298,14 +399,27 @@ describe('a broker target in the configuration', () => {
     return r.success ? [] : r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
   };
   it('takes exactly one of url and destination, and says what is wrong with a destination', () => {
-    expect(problems({ destination: { type: 'amqp', url: 'amqp://mq.internal', exchange: 'platform.events' } })).toEqual([]);
-    expect(problems({})).toEqual([': target "bus": give exactly one of url (an HTTP endpoint) and destination (a message broker: { type: amqp | nats | redis-stream, … })']);
-    expect(problems({ url: 'https://x.example/h', destination: { type: 'nats', servers: ['nats://n:4222'], subject: 'a.{type}' } })).toEqual([expect.stringMatching(/^destination: target "bus": give exactly one of url/)]);
-    expect(problems({ destination: { type: 'kafka', url: 'kafka://k' } })).toEqual(['destination.type: unknown destination type "kafka": amqp, nats or redis-stream']);
+    expect(problems({ destination: { type: 'amqp', url: 'amqp://mq.internal', exchange: 'platform.events' } })).toEqual(
+      [],
+    );
+    expect(problems({})).toEqual([
+      ': target "bus": give exactly one of url (an HTTP endpoint) and destination (a message broker: { type: amqp | nats | redis-stream, … })',
+    ]);
+    expect(
+      problems({
+        url: 'https://x.example/h',
+        destination: { type: 'nats', servers: ['nats://n:4222'], subject: 'a.{type}' },
+      }),
+    ).toEqual([expect.stringMatching(/^destination: target "bus": give exactly one of url/)]);
+    expect(problems({ destination: { type: 'kafka', url: 'kafka://k' } })).toEqual([
+      'destination.type: unknown destination type "kafka": amqp, nats or redis-stream',
+    ]);
     expect(problems({ destination: { type: 'nats', servers: ['http://n:4222'], subject: 'a.{event}' } })).toEqual([
       'destination.servers.0: must be nats://host:port or tls://host:port',
       'destination.subject: unknown placeholder {event}: the only one is {type}, the event type',
     ]);
-    expect(problems({ destination: { type: 'redis-stream', url: 'redis://r', stream: 's', maxlen: 5 } })).toEqual([expect.stringMatching(/maxlen/)]);
+    expect(problems({ destination: { type: 'redis-stream', url: 'redis://r', stream: 's', maxlen: 5 } })).toEqual([
+      expect.stringMatching(/maxlen/),
+    ]);
   });
 });

@@ -38,7 +38,11 @@ async function openMq(): Promise<ChannelModel> {
 
 beforeAll(async () => {
   const aof = ['--appendonly', 'yes', '--appendfsync', 'always', '--dir', tempDir('stream-redis')];
-  [rabbit, nats, streams] = await Promise.all([RabbitServer.start(), NatsServer.start(), RedisServer.start({ args: aof })]);
+  [rabbit, nats, streams] = await Promise.all([
+    RabbitServer.start(),
+    NatsServer.start(),
+    RedisServer.start({ args: aof }),
+  ]);
   mq = await openMq();
   nc = await natsConnect({ servers: nats.url, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
   jsm = await jetstreamManager(nc);
@@ -69,7 +73,13 @@ async function notify(data: Record<string, unknown>): Promise<string> {
 async function notifyMany(count: number, tag: string): Promise<string[]> {
   const ids: string[] = [];
   for (let i = 0; i < count; i += 20) {
-    ids.push(...(await Promise.all(Array.from({ length: Math.min(20, count - i) }, (_, j) => notify({ request_id: `${tag}-${i + j}`, currency: 'USD' })))));
+    ids.push(
+      ...(await Promise.all(
+        Array.from({ length: Math.min(20, count - i) }, (_, j) =>
+          notify({ request_id: `${tag}-${i + j}`, currency: 'USD' }),
+        ),
+      )),
+    );
   }
   return ids;
 }
@@ -122,9 +132,18 @@ describe('a broker target', () => {
   it('when a target is paused, with a filter, ordered keys and a rate limit, then nothing is published until it is resumed, the filtered event never is, each key arrives in receipt order and the limit holds', async () => {
     await durableQueue('ordered');
     await jsm.streams.add({ name: 'ORDERED', subjects: ['ordered.>'] });
-    const common = { filter: { 'data.currency': { $in: ['USD', 'EUR'] } }, order: { key: 'data.request_id' }, rateLimit: { max: 5, perMs: 500 }, concurrency: 8 };
+    const common = {
+      filter: { 'data.currency': { $in: ['USD', 'EUR'] } },
+      order: { key: 'data.request_id' },
+      rateLimit: { max: 5, perMs: 500 },
+      concurrency: 8,
+    };
     f = buildForwarding(platform, [
-      { name: 'ledger-bus', destination: { type: 'amqp', url: rabbit.url, exchange: 'ordered', routingKey: 'platform.{type}' }, ...common },
+      {
+        name: 'ledger-bus',
+        destination: { type: 'amqp', url: rabbit.url, exchange: 'ordered', routingKey: 'platform.{type}' },
+        ...common,
+      },
       { name: 'risk-stream', destination: { type: 'nats', servers: [nats.url], subject: 'ordered.{type}' }, ...common },
     ]);
     const control = createTargetControl(f.pipeline);
@@ -143,23 +162,34 @@ describe('a broker target', () => {
       }),
     );
     await sleep(500);
-    expect((await mq.createChannel().then(async (ch) => (await ch.checkQueue('ordered')).messageCount + (await ch.close(), 0)))).toBe(0);
+    expect(
+      await mq
+        .createChannel()
+        .then(async (ch) => (await ch.checkQueue('ordered')).messageCount + (await ch.close(), 0)),
+    ).toBe(0);
     expect((await jsm.streams.info('ORDERED')).state.messages).toBe(0);
     for (const target of ['ledger-bus', 'risk-stream']) {
-      const counts = await f.pipeline.deliveryQueue(target)!.getJobCounts('wait', 'delayed', 'prioritized', 'active', 'completed');
+      const counts = await f.pipeline
+        .deliveryQueue(target)!
+        .getJobCounts('wait', 'delayed', 'prioritized', 'active', 'completed');
       expect(counts.completed).toBe(0);
       expect(Object.values(counts).reduce((a, b) => a + b, 0)).toBe(15); // the filtered three were never queued
     }
 
     await control.resume('ledger-bus');
     await control.resume('risk-stream');
-    const amqpGot = (await drainQueue('ordered', 15)).map((m) => JSON.parse(m.content.toString()) as { id: string; data: { data: { request_id: string; step: number } } });
+    const amqpGot = (await drainQueue('ordered', 15)).map(
+      (m) => JSON.parse(m.content.toString()) as { id: string; data: { data: { request_id: string; step: number } } },
+    );
     await waitUntil(async () => (await jsm.streams.info('ORDERED')).state.messages >= 15, 20000, 'the stream has 15');
-    const natsGot = (await storedIn('ORDERED')).map((m) => JSON.parse(m.body) as { id: string; data: { data: { request_id: string; step: number } } });
+    const natsGot = (await storedIn('ORDERED')).map(
+      (m) => JSON.parse(m.body) as { id: string; data: { data: { request_id: string; step: number } } },
+    );
 
     for (const got of [amqpGot, natsGot]) {
       expect(got).toHaveLength(15);
-      for (const key of keys) expect(got.filter((m) => m.data.data.request_id === key).map((m) => m.data.data.step)).toEqual([1, 2, 3, 4, 5]);
+      for (const key of keys)
+        expect(got.filter((m) => m.data.data.request_id === key).map((m) => m.data.data.step)).toEqual([1, 2, 3, 4, 5]);
       expect(got.map((m) => m.id).filter((id) => filtered.includes(id))).toEqual([]);
     }
     // The limit, replayed on when each delivery started: BullMQ's limiter opens a window of perMs at the
@@ -179,13 +209,33 @@ describe('a broker target', () => {
     const baseline = [rabbit.port, nats.port, streams.port].map(establishedTo);
     const timersBefore = timersKeepingAlive();
     f = buildForwarding(platform, [
-      { name: 'ledger-bus', destination: { type: 'amqp', url: rabbit.url, exchange: 'frozen', routingKey: 'platform.{type}' }, timeoutMs: 5000 },
-      { name: 'risk-stream', destination: { type: 'nats', servers: [nats.url], subject: 'frozen.{type}' }, timeoutMs: 5000 },
-      { name: 'audit-stream', destination: { type: 'redis-stream', url: streams.url, stream: 'frozen' }, timeoutMs: 5000 },
+      {
+        name: 'ledger-bus',
+        destination: { type: 'amqp', url: rabbit.url, exchange: 'frozen', routingKey: 'platform.{type}' },
+        timeoutMs: 5000,
+      },
+      {
+        name: 'risk-stream',
+        destination: { type: 'nats', servers: [nats.url], subject: 'frozen.{type}' },
+        timeoutMs: 5000,
+      },
+      {
+        name: 'audit-stream',
+        destination: { type: 'redis-stream', url: streams.url, stream: 'frozen' },
+        timeoutMs: 5000,
+      },
     ]);
     const first = await notifyMany(5, 'warm');
-    await waitUntil(async () => (await jsm.streams.info('FROZEN')).state.messages === 5 && (await redis.xlen('frozen')) === 5, 10000, 'connections open');
-    await waitUntil(async () => (await f!.pipeline.deliveryQueue('ledger-bus')!.getCompletedCount()) === first.length, 10000, 'RabbitMQ confirmed');
+    await waitUntil(
+      async () => (await jsm.streams.info('FROZEN')).state.messages === 5 && (await redis.xlen('frozen')) === 5,
+      10000,
+      'connections open',
+    );
+    await waitUntil(
+      async () => (await f!.pipeline.deliveryQueue('ledger-bus')!.getCompletedCount()) === first.length,
+      10000,
+      'RabbitMQ confirmed',
+    );
     // One connection per destination, beside the test's own.
     expect([rabbit.port, nats.port, streams.port].map(establishedTo)).toEqual(baseline.map((n) => n + 1));
 
@@ -194,7 +244,11 @@ describe('a broker target', () => {
     streams.pause();
     try {
       await notifyMany(20, 'frozen');
-      await waitUntil(async () => (await f!.pipeline.deliveryQueue('audit-stream')!.getActiveCount()) > 0, 5000, 'deliveries in flight');
+      await waitUntil(
+        async () => (await f!.pipeline.deliveryQueue('audit-stream')!.getActiveCount()) > 0,
+        5000,
+        'deliveries in flight',
+      );
       const started = Date.now();
       await f.close();
       const took = Date.now() - started;
@@ -206,7 +260,11 @@ describe('a broker target', () => {
       expect([rabbit.port, nats.port, streams.port].map(establishedTo)).toEqual(baseline);
       // Nor does any client still count its connection open: once the cut sockets' last callbacks have run,
       // no timer of theirs (a heartbeat, a command timeout) keeps the process alive.
-      await waitUntil(() => timersKeepingAlive() <= timersBefore, 5000, `no more timers keeping the process alive than the ${timersBefore} before the workers`);
+      await waitUntil(
+        () => timersKeepingAlive() <= timersBefore,
+        5000,
+        `no more timers keeping the process alive than the ${timersBefore} before the workers`,
+      );
     } finally {
       rabbit.resume();
       nats.resume();
@@ -220,14 +278,33 @@ describe('a broker target', () => {
     const TIMEOUT_MS = 1000;
     const opts = { timeoutMs: TIMEOUT_MS, maxAttempts: 100, backoff: { initialMs: 200, maxMs: 1000 } };
     const targets = [
-      { name: 'ledger-bus', broker: 'RabbitMQ', destination: { type: 'amqp', url: rabbit.url, exchange: 'restart', routingKey: 'platform.{type}' } },
-      { name: 'risk-stream', broker: 'NATS', destination: { type: 'nats', servers: [nats.url], subject: 'restart.{type}' } },
-      { name: 'audit-stream', broker: 'Redis stream', destination: { type: 'redis-stream', url: streams.url, stream: 'restart' } },
+      {
+        name: 'ledger-bus',
+        broker: 'RabbitMQ',
+        destination: { type: 'amqp', url: rabbit.url, exchange: 'restart', routingKey: 'platform.{type}' },
+      },
+      {
+        name: 'risk-stream',
+        broker: 'NATS',
+        destination: { type: 'nats', servers: [nats.url], subject: 'restart.{type}' },
+      },
+      {
+        name: 'audit-stream',
+        broker: 'Redis stream',
+        destination: { type: 'redis-stream', url: streams.url, stream: 'restart' },
+      },
     ];
-    f = buildForwarding(platform, targets.map(({ broker: _, ...t }) => ({ ...t, ...opts })));
+    f = buildForwarding(
+      platform,
+      targets.map(({ broker: _, ...t }) => ({ ...t, ...opts })),
+    );
 
     const before = await notifyMany(40, 'before');
-    await waitUntil(async () => (await jsm.streams.info('RESTART')).state.messages >= 10 && (await redis.xlen('restart')) >= 10, 10000, 'the first deliveries');
+    await waitUntil(
+      async () => (await jsm.streams.info('RESTART')).state.messages >= 10 && (await redis.xlen('restart')) >= 10,
+      10000,
+      'the first deliveries',
+    );
     await Promise.all([rabbit.stop(false), nats.stop(), streams.stop()]);
     const during = await notifyMany(40, 'during'); // acknowledged while every broker is down
     await sleep(1500);
@@ -236,10 +313,20 @@ describe('a broker target', () => {
     const acknowledged = [...before, ...during, ...after];
 
     mq = await openMq(); // the test's own connection went with the old broker
-    const amqpIds = countBy((await drainQueue('restart', acknowledged.length)).map((m) => m.properties.messageId as string));
-    await waitUntil(async () => (await jsm.streams.info('RESTART')).state.messages >= acknowledged.length, 30000, 'the stream has every event');
+    const amqpIds = countBy(
+      (await drainQueue('restart', acknowledged.length)).map((m) => m.properties.messageId as string),
+    );
+    await waitUntil(
+      async () => (await jsm.streams.info('RESTART')).state.messages >= acknowledged.length,
+      30000,
+      'the stream has every event',
+    );
     const natsIds = countBy((await storedIn('RESTART')).map((m) => m.id));
-    await waitUntil(async () => (await redis.xlen('restart')) >= acknowledged.length, 30000, 'the Redis stream has every event');
+    await waitUntil(
+      async () => (await redis.xlen('restart')) >= acknowledged.length,
+      30000,
+      'the Redis stream has every event',
+    );
     const redisIds = countBy((await redis.xrange('restart', '-', '+')).map(([, fields]) => fields[1]!));
     for (const id of acknowledged) {
       expect(amqpIds.get(id)).toBeGreaterThanOrEqual(1); // a confirm lost with the broker is published again

@@ -16,26 +16,36 @@ const RECORDED: Record<EmbeddedScript, { keys: number; sha256: string }> = {
 };
 
 const ROOT = path.resolve(__dirname, '..');
-const installed = (JSON.parse(readFileSync(path.join(ROOT, 'node_modules/bullmq/package.json'), 'utf8')) as { version: string }).version;
+const installed = (
+  JSON.parse(readFileSync(path.join(ROOT, 'node_modules/bullmq/package.json'), 'utf8')) as { version: string }
+).version;
 
 describe("BullMQ's scripts that ours embed", () => {
   it('package.json pins BullMQ to the exact version the scripts were checked against, and that version is installed', () => {
-    const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
-    expect({ pinned: pkg.dependencies.bullmq, installed }).toEqual({ pinned: PINNED_VERSION, installed: PINNED_VERSION });
+    const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
+      dependencies: Record<string, string>;
+    };
+    expect({ pinned: pkg.dependencies.bullmq, installed }).toEqual({
+      pinned: PINNED_VERSION,
+      installed: PINNED_VERSION,
+    });
   });
 
-  it.each(Object.keys(EMBEDDED_SCRIPTS) as EmbeddedScript[])('%s is the script the Lua files were written against', (name) => {
-    const script = bullmqScript(name);
-    const sha256 = createHash('sha256').update(script.content).digest('hex');
-    const recorded = RECORDED[name];
-    if (script.keys !== recorded.keys || sha256 !== recorded.sha256) {
-      throw new Error(
-        `BullMQ ${installed}'s ${EMBEDDED_SCRIPTS[name]} is not the one ours embed (checked against ${PINNED_VERSION}: ${recorded.keys} keys, sha256 ${recorded.sha256}; ` +
-          `now ${script.keys} keys, sha256 ${sha256}). Before taking this BullMQ: read its new text, check that the KEYS and ARGV ` +
-          `src/pipeline/ingest-script.ts (scriptArgs, recordAdd) and src/ordering/sequencer.ts (advancePast) pass still match it and that it ` +
-          'still returns what the Lua files read, run the ingest and ordering tests, then record the new digest here and pin the version in package.json.',
-      );
-    }
-    expect({ keys: script.keys, sha256 }).toEqual(recorded);
-  });
+  it.each(Object.keys(EMBEDDED_SCRIPTS) as EmbeddedScript[])(
+    '%s is the script the Lua files were written against',
+    (name) => {
+      const script = bullmqScript(name);
+      const sha256 = createHash('sha256').update(script.content).digest('hex');
+      const recorded = RECORDED[name];
+      if (script.keys !== recorded.keys || sha256 !== recorded.sha256) {
+        throw new Error(
+          `BullMQ ${installed}'s ${EMBEDDED_SCRIPTS[name]} is not the one ours embed (checked against ${PINNED_VERSION}: ${recorded.keys} keys, sha256 ${recorded.sha256}; ` +
+            `now ${script.keys} keys, sha256 ${sha256}). Before taking this BullMQ: read its new text, check that the KEYS and ARGV ` +
+            `src/pipeline/ingest-script.ts (scriptArgs, recordAdd) and src/ordering/sequencer.ts (advancePast) pass still match it and that it ` +
+            'still returns what the Lua files read, run the ingest and ordering tests, then record the new digest here and pin the version in package.json.',
+        );
+      }
+      expect({ keys: script.keys, sha256 }).toEqual(recorded);
+    },
+  );
 });

@@ -27,7 +27,12 @@ beforeAll(async () => {
   f = buildForwarding(platform, targets);
   const file = path.join(tempDir('cli'), 'config.yaml');
   writeFileSync(file, stringify({ targets }));
-  env = { CONFIG_FILE: file, REDIS_URL: f.config.redisUrl, QUEUE_PREFIX: f.config.queuePrefix, ADMIN_ALLOW_CORRECTIONS: 'true' };
+  env = {
+    CONFIG_FILE: file,
+    REDIS_URL: f.config.redisUrl,
+    QUEUE_PREFIX: f.config.queuePrefix,
+    ADMIN_ALLOW_CORRECTIONS: 'true',
+  };
 });
 afterAll(async () => {
   await f.close();
@@ -49,7 +54,8 @@ it('queues: prints every queue in a table', async () => {
   const { code, text } = await cli('queues');
   expect(code).toBe(0);
   expect(text).toMatch(/^QUEUE\s+WAITING\s+ACTIVE\s+DELAYED\s+FAILED\s+COMPLETED\s+OLDEST WAITING\s+PAUSED/);
-  for (const q of ['payment.result', 'quarantine', 'deliver.erp']) expect(text).toMatch(new RegExp(`^${q.replace('.', '\\.')}\\s+\\d`, 'm'));
+  for (const q of ['payment.result', 'quarantine', 'deliver.erp'])
+    expect(text).toMatch(new RegExp(`^${q.replace('.', '\\.')}\\s+\\d`, 'm'));
 });
 
 it('event: shows an event by id and by request_id with its deliveries and its later copies', async () => {
@@ -64,7 +70,9 @@ it('event: shows an event by id and by request_id with its deliveries and its la
   expect(byId.code).toBe(0);
   expect(byId.text).toContain(`${eventId}  payee.result`);
   expect(byId.text).toMatch(/^erp\s+completed\s+1/m);
-  expect(byId.text).toMatch(/^ {2}copies after the first: 1 duplicate, 0 replays refused; the last at \d{4}-\d\d-\d\dT[\d:.]+Z$/m);
+  expect(byId.text).toMatch(
+    /^ {2}copies after the first: 1 duplicate, 0 replays refused; the last at \d{4}-\d\d-\d\dT[\d:.]+Z$/m,
+  );
   const byRequest = await cli('event', '--request-id', 'CLI-REQ-7');
   expect(byRequest.text).toContain(eventId);
   expect((await cli('event', 'evt_missing')).code).toBe(1);
@@ -90,18 +98,44 @@ it('quarantine and target: list, replay with a corrected body, pause and resume'
   expect((await cli('target', 'resume', 'erp')).text).toBe('erp: resumed');
   await erp.waitFor(() => erp.requests.length === before + 1);
 
-  expect(audited('target.pause')).toEqual([expect.objectContaining({ level: 'info', message: 'admin action', principal, from: expect.any(String), target: 'erp', at: expect.any(String) })]);
+  expect(audited('target.pause')).toEqual([
+    expect.objectContaining({
+      level: 'info',
+      message: 'admin action',
+      principal,
+      from: expect.any(String),
+      target: 'erp',
+      at: expect.any(String),
+    }),
+  ]);
   expect(audited('target.resume')).toEqual([expect.objectContaining({ principal, target: 'erp' })]);
-  expect(audited('quarantine.replay')).toEqual([expect.objectContaining({ principal, items: [id], corrected: true, outcomes: ['queued'], eventIds: [expect.stringMatching(/^evt_/)] })]);
+  expect(audited('quarantine.replay')).toEqual([
+    expect.objectContaining({
+      principal,
+      items: [id],
+      corrected: true,
+      outcomes: ['queued'],
+      eventIds: [expect.stringMatching(/^evt_/)],
+    }),
+  ]);
   expect(auditLog.raw.join('\n')).not.toContain('"fixed":1');
 });
 
 it('dlq: lists a dead letter, replays it, and writes the audit line the admin API writes', async () => {
-  await platform.send(f.receiver.app, platform.signed('payment.result', { body: '{"type":"MERCH","data":{"request_id":"CLI-DLQ-1"}}' })).expect(200);
+  await platform
+    .send(
+      f.receiver.app,
+      platform.signed('payment.result', { body: '{"type":"MERCH","data":{"request_id":"CLI-DLQ-1"}}' }),
+    )
+    .expect(200);
   await crm.waitFor(() => crm.requests.length === 1 && crm.requests[0]!.answered === 400);
   const eventId = String(crm.requests[0]!.headers['webhook-id']);
   let listed = { code: 0, text: '' };
-  await waitUntil(async () => (listed = await cli('dlq', 'list', '--target', 'crm')).text.includes(eventId), 10000, 'the dead letter listed');
+  await waitUntil(
+    async () => (listed = await cli('dlq', 'list', '--target', 'crm')).text.includes(eventId),
+    10000,
+    'the dead letter listed',
+  );
   expect(listed.text).toContain(`crm/${eventId}`);
 
   const replay = await cli('dlq', 'replay', `crm/${eventId}`, 'crm/evt_nope');
@@ -112,5 +146,10 @@ it('dlq: lists a dead letter, replays it, and writes the audit line the admin AP
   ]);
 
   await cli('dlq', 'replay', '--all', '--target', 'crm');
-  expect(audited('dead-letters.replay')[1]).toMatchObject({ principal, items: [], replayed: 0, filter: { all: true, target: 'crm' } });
+  expect(audited('dead-letters.replay')[1]).toMatchObject({
+    principal,
+    items: [],
+    replayed: 0,
+    filter: { all: true, target: 'crm' },
+  });
 });

@@ -27,7 +27,13 @@ beforeAll(async () => {
     HOST: '127.0.0.1',
   });
   pipeline = createPipeline(createRedisConnector(config).open('producer'), pipelineOptions(config));
-  receiver = await startReceiver({ config, environments: loadEnvironments(config), logger: createLogger('info', logs.stream), metrics: createMetrics(), pipeline });
+  receiver = await startReceiver({
+    config,
+    environments: loadEnvironments(config),
+    logger: createLogger('info', logs.stream),
+    metrics: createMetrics(),
+    pipeline,
+  });
 });
 afterAll(async () => {
   await receiver.close();
@@ -54,7 +60,10 @@ describe('the merchant test tool against a running receiver', () => {
     const { code, lines } = await cli('send', 'all', '--url', url(), '--key', key());
     expect(code).toBe(0);
     expect(lines).toHaveLength(7);
-    for (const line of lines) expect(line).toMatch(/ 200 \{"ret_code":"000000","ret_msg":"Success"\}  event evt_[0-9a-f]{40}  request_id REQ\w+$/);
+    for (const line of lines)
+      expect(line).toMatch(
+        / 200 \{"ret_code":"000000","ret_msg":"Success"\}  event evt_[0-9a-f]{40}  request_id REQ\w+$/,
+      );
     const accepted = logs.lines.filter((l) => l.outcome === 'accepted');
     expect(accepted).toHaveLength(7);
     // The event id printed is the one the receiver gave each notification.
@@ -68,14 +77,36 @@ describe('the merchant test tool against a running receiver', () => {
   });
 
   it('send --scheme legacy signs the v1.2 way', async () => {
-    const { code, lines } = await cli('send', 'remittance.incoming', '--scheme', 'legacy', '--merchant-id', 'M100023', '--url', url(), '--key', key());
+    const { code, lines } = await cli(
+      'send',
+      'remittance.incoming',
+      '--scheme',
+      'legacy',
+      '--merchant-id',
+      'M100023',
+      '--url',
+      url(),
+      '--key',
+      key(),
+    );
     expect(code).toBe(0);
     expect(lines[0]).toMatch(/ 200 /);
     expect(logs.lines.filter((l) => l.outcome === 'accepted' && String(l.nonce).startsWith('sig:'))).toHaveLength(1);
   });
 
   it('exits non-zero when the receiver refuses', async () => {
-    const { code, lines } = await cli('send', 'payment.result', '--scheme', 'legacy', '--merchant-id', 'SOMEONE-ELSE', '--url', url(), '--key', key());
+    const { code, lines } = await cli(
+      'send',
+      'payment.result',
+      '--scheme',
+      'legacy',
+      '--merchant-id',
+      'SOMEONE-ELSE',
+      '--url',
+      url(),
+      '--key',
+      key(),
+    );
     expect(code).toBe(1);
     expect(lines[0]).toMatch(/ 401 /);
   });

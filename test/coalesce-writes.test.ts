@@ -6,7 +6,10 @@ import { coalesceWritesThisTurn } from '../src/redis/coalesce-writes';
 import { testConfig } from './support/harness';
 import { paymentEvent } from './support/payment-event';
 
-const config = { ...testConfig({ PLATFORM_PUBLIC_KEYS: 'unused' }), targets: [targetSchema.parse({ name: 'erp', url: 'http://127.0.0.1:9/hook', events: ['*'] })] };
+const config = {
+  ...testConfig({ PLATFORM_PUBLIC_KEYS: 'unused' }),
+  targets: [targetSchema.parse({ name: 'erp', url: 'http://127.0.0.1:9/hook', events: ['*'] })],
+};
 let redis: Redis;
 
 beforeEach(async () => {
@@ -79,7 +82,9 @@ describe('the ingest call', () => {
     const events = Array.from({ length: 8 }, (_, i) => event(i));
     const socket = countSocketWrites(redis);
     // The same event twice under new replay keys: one is accepted, the other is a duplicate.
-    const outcomes = await Promise.all([...events, events[0]!].map((e, i) => pipeline.enqueueEvent(e, `${e.nonce}-${i}`)));
+    const outcomes = await Promise.all(
+      [...events, events[0]!].map((e, i) => pipeline.enqueueEvent(e, `${e.nonce}-${i}`)),
+    );
     expect(outcomes.slice(0, 8)).toEqual(events.map(() => 'accepted'));
     expect(outcomes[8]).toBe('duplicate');
     expect(socket.writes()).toBe(1);

@@ -32,13 +32,28 @@ describe('config check', () => {
       adminToken: 'admin-token-0123456789abcdef',
       signatureSchemes: ['current', 'legacy'],
       merchantId: 'M100023',
-      targets: [{ name: 'ledger', url: 'http://127.0.0.1:9/hooks', events: ['payment.result'], secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', headers: { Authorization: 'Bearer internal-token-xyz' } }],
+      targets: [
+        {
+          name: 'ledger',
+          url: 'http://127.0.0.1:9/hooks',
+          events: ['payment.result'],
+          secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+          headers: { Authorization: 'Bearer internal-token-xyz' },
+        },
+      ],
     });
-    const { code, out } = await cli({ PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64, CONFIG_FILE: file, REDIS_URL: testRedisUrl() }, 'config', 'check');
+    const { code, out } = await cli(
+      { PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64, CONFIG_FILE: file, REDIS_URL: testRedisUrl() },
+      'config',
+      'check',
+    );
 
     expect(code).toBe(0);
-    expect(out).toContain(`configuration is valid; Redis ${testRedisUrl()} (REDIS_URL), queue prefix whr (default), config file ${file}`);
-    for (const secret of ['admin-token-0123456789abcdef', 'MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'internal-token-xyz']) expect(out).not.toContain(secret);
+    expect(out).toContain(
+      `configuration is valid; Redis ${testRedisUrl()} (REDIS_URL), queue prefix whr (default), config file ${file}`,
+    );
+    for (const secret of ['admin-token-0123456789abcdef', 'MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'internal-token-xyz'])
+      expect(out).not.toContain(secret);
     expect(out).toMatch(/^ {2}adminToken: "\*\*\*"$/m);
     expect(out).toMatch(/^ +Authorization: "\*\*\*"$/m);
     expect(out).toMatch(/^ {2}merchantId: M100023$/m);
@@ -53,13 +68,29 @@ describe('config check', () => {
     expect(out).toMatch(/^5 warnings:$/m);
   });
 
-  it('when production has an accept rule or a secret callback path, then it does not warn about other merchants\' notifications', async () => {
+  it("when production has an accept rule or a secret callback path, then it does not warn about other merchants' notifications", async () => {
     const warned = (out: string) => out.includes('has neither an accept rule nor a secret CALLBACK_BASE_PATH');
-    const env = { CONFIG_FILE: writeConfig({ environments: { production: { publicKeys: [platform.keys.publicKeyBase64], accept: { 'data.merchant_no': 'M100023' } }, sandbox: { publicKeys: [other.keys.publicKeyBase64] } } }), REDIS_URL: testRedisUrl() };
+    const env = {
+      CONFIG_FILE: writeConfig({
+        environments: {
+          production: { publicKeys: [platform.keys.publicKeyBase64], accept: { 'data.merchant_no': 'M100023' } },
+          sandbox: { publicKeys: [other.keys.publicKeyBase64] },
+        },
+      }),
+      REDIS_URL: testRedisUrl(),
+    };
     expect(warned((await cli(env, 'config', 'check')).out)).toBe(false);
-    const secretPath = { PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64, CALLBACK_BASE_PATH: '/hooks/k7Q2x9Lm4Rt8Vw3Z', REDIS_URL: testRedisUrl() };
+    const secretPath = {
+      PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64,
+      CALLBACK_BASE_PATH: '/hooks/k7Q2x9Lm4Rt8Vw3Z',
+      REDIS_URL: testRedisUrl(),
+    };
     expect(warned((await cli(secretPath, 'config', 'check')).out)).toBe(false);
-    const guessable = { PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64, CALLBACK_BASE_PATH: '/hooks/platform', REDIS_URL: testRedisUrl() };
+    const guessable = {
+      PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64,
+      CALLBACK_BASE_PATH: '/hooks/platform',
+      REDIS_URL: testRedisUrl(),
+    };
     expect(warned((await cli(guessable, 'config', 'check')).out)).toBe(true);
   });
 
@@ -89,7 +120,25 @@ describe('config check', () => {
 
   it('when Redis disables CONFIG (as managed Redis does), then it asks INFO instead', async () => {
     const port = await freePort();
-    const child: ChildProcess = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--maxmemory-policy', 'volatile-lru', '--rename-command', 'CONFIG', ''], { stdio: 'ignore' });
+    const child: ChildProcess = spawn(
+      'redis-server',
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--maxmemory-policy',
+        'volatile-lru',
+        '--rename-command',
+        'CONFIG',
+        '',
+      ],
+      { stdio: 'ignore' },
+    );
     try {
       const url = `redis://127.0.0.1:${port}`;
       while (!(await isRedisReachable(url))) await new Promise((r) => setTimeout(r, 50));
@@ -110,7 +159,11 @@ describe('config check', () => {
 
   it('when a variable looks like a mistyped setting, then it is a warning naming the setting meant, and the default stays', async () => {
     const url = `redis://127.0.0.1:${await freePort()}`;
-    const { code, out } = await cli({ ROLE: 'worker', REDIS_URL: url, LOG_LEVL: 'debug', HOME: '/root', REDIS_PORT: 'tcp://10.0.0.5:6379' }, 'config', 'check');
+    const { code, out } = await cli(
+      { ROLE: 'worker', REDIS_URL: url, LOG_LEVL: 'debug', HOME: '/root', REDIS_PORT: 'tcp://10.0.0.5:6379' },
+      'config',
+      'check',
+    );
     expect(code).toBe(0);
     expect(out).toMatch(/^ {2}logLevel: info$/m);
     expect(out).toContain('  - environment variable LOG_LEVL is not a setting and is ignored; did you mean LOG_LEVEL?');
@@ -119,18 +172,26 @@ describe('config check', () => {
 
   it('when the configuration is invalid, then it fails with the problems', async () => {
     const file = writeConfig({ targts: [] });
-    await expect(cli({ ROLE: 'worker', CONFIG_FILE: file }, 'config', 'check')).rejects.toThrow(`targts: unknown setting; did you mean targets? (in ${file})`);
+    await expect(cli({ ROLE: 'worker', CONFIG_FILE: file }, 'config', 'check')).rejects.toThrow(
+      `targts: unknown setting; did you mean targets? (in ${file})`,
+    );
   });
 
   it('when a target header value holds CR/LF, NUL or another control character, or a name is no token, then it is refused at load, naming the header', async () => {
-    const target = (headers: Record<string, string>) => ({ targets: [{ name: 'ledger', url: 'http://127.0.0.1:9/hooks', events: ['payment.result'], headers }] });
+    const target = (headers: Record<string, string>) => ({
+      targets: [{ name: 'ledger', url: 'http://127.0.0.1:9/hooks', events: ['payment.result'], headers }],
+    });
     const refusal = /a header value may not hold CR, LF, NUL or other control characters/;
     for (const value of ['Bearer x\r\nX-Injected: 1', 'Bearer x\nY', 'a\u0000b', 'a\u001b[2Jb', 'a\u0085b']) {
       const file = writeConfig(target({ Authorization: value }));
       await expect(cli({ ROLE: 'worker', CONFIG_FILE: file }, 'config', 'check')).rejects.toThrow(refusal);
     }
-    await expect(cli({ ROLE: 'worker', CONFIG_FILE: writeConfig(target({ 'X-Bad Name': 'v' })) }, 'config', 'check')).rejects.toThrow(/a header name is letters, digits/);
-    await expect(cli({ ROLE: 'worker', CONFIG_FILE: writeConfig(target({ Authorization: 'Bearer\tx é' })) }, 'config', 'check')).resolves.toMatchObject({ code: 0 });
+    await expect(
+      cli({ ROLE: 'worker', CONFIG_FILE: writeConfig(target({ 'X-Bad Name': 'v' })) }, 'config', 'check'),
+    ).rejects.toThrow(/a header name is letters, digits/);
+    await expect(
+      cli({ ROLE: 'worker', CONFIG_FILE: writeConfig(target({ Authorization: 'Bearer\tx é' })) }, 'config', 'check'),
+    ).resolves.toMatchObject({ code: 0 });
   });
 });
 
@@ -138,13 +199,17 @@ describe('operator commands', () => {
   it('when none of CONFIG_FILE, REDIS_* or QUEUE_PREFIX is set, then they refuse with exit 2 and name them', async () => {
     const { code, err } = await cli({ PATH: '/usr/bin' }, 'queues');
     expect(code).toBe(2);
-    expect(err).toMatch(/^error: .*none of CONFIG_FILE, the REDIS_\* settings \(REDIS_URL, …\) or QUEUE_PREFIX is set.*--defaults/);
+    expect(err).toMatch(
+      /^error: .*none of CONFIG_FILE, the REDIS_\* settings \(REDIS_URL, …\) or QUEUE_PREFIX is set.*--defaults/,
+    );
   });
 
   it('then each says which Redis, prefix and config file it uses', async () => {
     const prefix = uniquePrefix();
     const { code, err } = await cli({ REDIS_URL: testRedisUrl(), QUEUE_PREFIX: prefix }, 'target', 'list');
     expect(code).toBe(0);
-    expect(err).toBe(`using Redis ${testRedisUrl()} (REDIS_URL), queue prefix ${prefix} (QUEUE_PREFIX), config file none`);
+    expect(err).toBe(
+      `using Redis ${testRedisUrl()} (REDIS_URL), queue prefix ${prefix} (QUEUE_PREFIX), config file none`,
+    );
   });
 });

@@ -77,16 +77,33 @@ describe('reloading the configuration through the admin API', () => {
     writeConfig(file, { targets: [{ name: 'a', url: a.url, events: ['*'] }] });
     const env = envFor(file);
     const config = loadConfig(env);
-    service = await startService(config, loadEnvironments(config), createLogger('info', logs.stream), createMetrics(), createRedisConnector(config), env);
+    service = await startService(
+      config,
+      loadEnvironments(config),
+      createLogger('info', logs.stream),
+      createMetrics(),
+      createRedisConnector(config),
+      env,
+    );
     const port = service.receiver!.port;
 
     const first = await notify(port);
     await a.waitFor(() => received(a, first), DELIVERY_WAIT_MS);
 
-    writeConfig(file, { bodyLimitBytes: 4096, targets: [{ name: 'a', url: a.url, events: ['*'] }, { name: 'b', url: b.url, events: ['payment.result'] }] });
+    writeConfig(file, {
+      bodyLimitBytes: 4096,
+      targets: [
+        { name: 'a', url: a.url, events: ['*'] },
+        { name: 'b', url: b.url, events: ['payment.result'] },
+      ],
+    });
     const reloaded = await admin().post('/admin/api/config/reload').set('authorization', `Bearer ${TOKEN}`).expect(200);
     expect(reloaded.body).toEqual({ added: ['b'], removed: [], changed: [], needsRestart: ['bodyLimitBytes'] });
-    expect(logs.find((l) => l.audit === true && l.action === 'config.reload')).toMatchObject({ added: ['b'], needsRestart: ['bodyLimitBytes'], principal: 'token' });
+    expect(logs.find((l) => l.audit === true && l.action === 'config.reload')).toMatchObject({
+      added: ['b'],
+      needsRestart: ['bodyLimitBytes'],
+      principal: 'token',
+    });
 
     const board = await admin().get('/admin/queues/api/queues').set('authorization', `Bearer ${TOKEN}`).expect(200);
     expect(board.body.queues.map((q: { name: string }) => q.name)).toContain('deliver.b'); // the dashboard shows it too
@@ -98,7 +115,10 @@ describe('reloading the configuration through the admin API', () => {
 
     writeConfig(file, { targets: [{ name: 'Not A Name', url: 'ftp://nowhere', events: ['*'] }] });
     const refused = await admin().post('/admin/api/config/reload').set('authorization', `Bearer ${TOKEN}`).expect(400);
-    expect(refused.body).toMatchObject({ error: 'invalid_config', problems: expect.arrayContaining([expect.stringMatching(/^targets\.0\.name/)]) });
+    expect(refused.body).toMatchObject({
+      error: 'invalid_config',
+      problems: expect.arrayContaining([expect.stringMatching(/^targets\.0\.name/)]),
+    });
     expect(logs.find((l) => l.action === 'config.reload' && l.refused === true)).toBeDefined();
 
     const third = await notify(port);
@@ -131,7 +151,12 @@ describe('reloading with SIGHUP', () => {
     const { PORT: _p, ADMIN_PORT: _ap, ...env } = envFor(file);
     proc = await ServiceProcess.start(env);
 
-    writeConfig(file, { targets: [{ name: 'a', url: a.url, events: ['*'] }, { name: 'b', url: b.url, events: ['*'] }] });
+    writeConfig(file, {
+      targets: [
+        { name: 'a', url: a.url, events: ['*'] },
+        { name: 'b', url: b.url, events: ['*'] },
+      ],
+    });
     proc.child.kill('SIGHUP');
     expect(await proc.waitForLog((l) => l.message === 'configuration reloaded', 30000)).toMatchObject({ added: ['b'] });
     const first = await notify(proc.port);
@@ -140,7 +165,9 @@ describe('reloading with SIGHUP', () => {
 
     writeConfig(file, { targets: 'not a list' });
     proc.child.kill('SIGHUP');
-    expect(await proc.waitForLog((l) => String(l.message).startsWith('configuration reload refused'), 30000)).toMatchObject({ problems: [expect.stringMatching(/^targets/)] });
+    expect(
+      await proc.waitForLog((l) => String(l.message).startsWith('configuration reload refused'), 30000),
+    ).toMatchObject({ problems: [expect.stringMatching(/^targets/)] });
     const second = await notify(proc.port);
     await a.waitFor(() => received(a, second), DELIVERY_WAIT_MS);
     await b.waitFor(() => received(b, second), DELIVERY_WAIT_MS);

@@ -49,13 +49,31 @@ describe('loadConfig', () => {
     const dir = tempDir('cfg');
     const file = path.join(dir, 'c.yaml');
     writeFileSync(file, 'port: 7000\nqueuePrefix: fromfile\nlogLevel: warn\n');
-    const c = loadConfig({ ...base, CONFIG_FILE: file, PORT: '7001', SIGNATURE_SCHEMES: 'current,legacy', MERCHANT_ID: 'M1', SIGNATURE_HEADER_PREFIX: 'X-ACME' });
-    expect(c).toMatchObject({ port: 7001, queuePrefix: 'fromfile', logLevel: 'warn', signatureSchemes: ['current', 'legacy'], signatureHeaderPrefix: 'x-acme' });
+    const c = loadConfig({
+      ...base,
+      CONFIG_FILE: file,
+      PORT: '7001',
+      SIGNATURE_SCHEMES: 'current,legacy',
+      MERCHANT_ID: 'M1',
+      SIGNATURE_HEADER_PREFIX: 'X-ACME',
+    });
+    expect(c).toMatchObject({
+      port: 7001,
+      queuePrefix: 'fromfile',
+      logLevel: 'warn',
+      signatureSchemes: ['current', 'legacy'],
+      signatureHeaderPrefix: 'x-acme',
+    });
   });
 
   it('when environment variables are invalid, then every problem is named by its variable', () => {
     const problems = problemsOf(() =>
-      loadConfig({ PORT: 'eighty', SIGNATURE_SCHEMES: 'legacy', CALLBACK_BASE_PATH: 'hooks/', TIMESTAMP_TOLERANCE_MS: '10' }),
+      loadConfig({
+        PORT: 'eighty',
+        SIGNATURE_SCHEMES: 'legacy',
+        CALLBACK_BASE_PATH: 'hooks/',
+        TIMESTAMP_TOLERANCE_MS: '10',
+      }),
     );
     expect(problems).toEqual(
       expect.arrayContaining([
@@ -75,14 +93,16 @@ describe('loadConfig', () => {
   });
 
   it('when the config file has unknown keys, then each is named with the nearest valid setting, at any depth', () => {
-    const file = writeYaml([
-      'targts: []',
-      'REDIS_URL: redis://127.0.0.1:1',
-      'worker: { lockDurationMS: 30000 }',
-      'frobnicate: 1',
-      'targets:',
-      '  - { name: crm, url: "http://127.0.0.1:1/x", events: ["*"], timout_ms: 5, backoff: { initalMs: 4, maxMs: 5 }, headers: { X-Any-Header: ok } }',
-    ].join('\n'));
+    const file = writeYaml(
+      [
+        'targts: []',
+        'REDIS_URL: redis://127.0.0.1:1',
+        'worker: { lockDurationMS: 30000 }',
+        'frobnicate: 1',
+        'targets:',
+        '  - { name: crm, url: "http://127.0.0.1:1/x", events: ["*"], timout_ms: 5, backoff: { initalMs: 4, maxMs: 5 }, headers: { X-Any-Header: ok } }',
+      ].join('\n'),
+    );
     expect(problemsOf(() => loadConfig({ ...base, CONFIG_FILE: file }))).toEqual([
       `targts: unknown setting; did you mean targets? (in ${file})`,
       `REDIS_URL: unknown setting; did you mean redisUrl? (in ${file})`,
@@ -97,19 +117,26 @@ describe('loadConfig', () => {
   it('when a target names an unknown event type, then the problem suggests the nearest and lists the valid ones', () => {
     const file = writeYaml('targets:\n  - { name: crm, url: "http://127.0.0.1:1/x", events: [payment.reslt] }\n');
     const [problem] = problemsOf(() => loadConfig({ ...base, CONFIG_FILE: file }));
-    expect(problem).toMatch(/^targets\.0\.events\.0: unknown event type "payment\.reslt"; did you mean payment\.result\? Valid: onboarding\.result, .*payment\.result, or "\*" for all \(in /);
+    expect(problem).toMatch(
+      /^targets\.0\.events\.0: unknown event type "payment\.reslt"; did you mean payment\.result\? Valid: onboarding\.result, .*payment\.result, or "\*" for all \(in /,
+    );
     for (const type of EVENT_TYPES) expect(problem).toContain(type);
   });
 
   it('when the receiver runs without platform keys, then it says they are required', () => {
-    expect(problemsOf(() => loadConfig({}))).toEqual(['platformPublicKeys: at least one platform public key is required (PLATFORM_PUBLIC_KEYS)']);
+    expect(problemsOf(() => loadConfig({}))).toEqual([
+      'platformPublicKeys: at least one platform public key is required (PLATFORM_PUBLIC_KEYS)',
+    ]);
     expect(loadConfig({ ROLE: 'worker' }).role).toBe('worker');
   });
 
   it('when a target is invalid, then the problem names the target field', () => {
     const dir = tempDir('cfg');
     const file = path.join(dir, 'targets.yaml');
-    writeFileSync(file, 'targets:\n  - { name: Ledger, url: "ftp://x", events: [payment.done], secret: "abc" }\n  - { name: crm, url: "http://127.0.0.1:1/x", events: ["*"] }\n');
+    writeFileSync(
+      file,
+      'targets:\n  - { name: Ledger, url: "ftp://x", events: [payment.done], secret: "abc" }\n  - { name: crm, url: "http://127.0.0.1:1/x", events: ["*"] }\n',
+    );
     const problems = problemsOf(() => loadConfig({ ...base, CONFIG_FILE: file }));
     expect(problems).toEqual(
       expect.arrayContaining([
@@ -122,7 +149,14 @@ describe('loadConfig', () => {
     const okFile = path.join(dir, 'ok.yaml');
     writeFileSync(okFile, 'targets:\n  - { name: crm, url: "http://127.0.0.1:1/x", events: ["*"] }\n');
     expect(loadConfig({ ...base, CONFIG_FILE: okFile }).targets).toEqual([
-      expect.objectContaining({ name: 'crm', timeoutMs: 10000, maxAttempts: 12, concurrency: 10, format: 'standard', backoff: { initialMs: 1000, maxMs: 3600000 } }),
+      expect.objectContaining({
+        name: 'crm',
+        timeoutMs: 10000,
+        maxAttempts: 12,
+        concurrency: 10,
+        format: 'standard',
+        backoff: { initialMs: 1000, maxMs: 3600000 },
+      }),
     ]);
   });
 
@@ -138,13 +172,20 @@ describe('loadPlatformKeys', () => {
     const dir = tempDir('keys');
     const file = path.join(dir, 'platform.pem');
     writeFileSync(file, keys.platform_key_a_certificate_pem + keys.platform_key_a_pem);
-    const loaded = loadPlatformKeys([keys.platform_key_a_spki_base64, keys.platform_key_b_spki_base64, keys.platform_key_a_pem.replace(/\n/g, '\\n'), `file:${file}`]);
+    const loaded = loadPlatformKeys([
+      keys.platform_key_a_spki_base64,
+      keys.platform_key_b_spki_base64,
+      keys.platform_key_a_pem.replace(/\n/g, '\\n'),
+      `file:${file}`,
+    ]);
     expect(loaded).toHaveLength(5);
     expect(loaded.every((k) => k.asymmetricKeyType === 'rsa')).toBe(true);
   });
 
   it('when a key is malformed, then start-up stops with a message naming it', () => {
-    const problems = problemsOf(() => loadPlatformKeys(['MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAsxDW', 'not a key!', 'file:/nonexistent.pem']));
+    const problems = problemsOf(() =>
+      loadPlatformKeys(['MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAsxDW', 'not a key!', 'file:/nonexistent.pem']),
+    );
     expect(problems).toEqual([
       expect.stringMatching(/^platformPublicKeys\[0\]: not a valid Base64 X\.509 public key/),
       expect.stringMatching(/^platformPublicKeys\[1\]: neither PEM nor Base64/),
@@ -156,20 +197,43 @@ describe('loadPlatformKeys', () => {
 describe('Redis topology settings', () => {
   it('when nothing names a topology, then REDIS_URL is the single Redis, its credentials and TLS from the URL', () => {
     const target = redisTarget(loadConfig({ ...base, REDIS_URL: 'rediss://app:s%40cret@cache.internal:6380/2' }));
-    expect(target).toMatchObject({ kind: 'single', node: { host: 'cache.internal', port: 6380 }, db: 2, username: 'app', password: 's@cret', tls: true });
+    expect(target).toMatchObject({
+      kind: 'single',
+      node: { host: 'cache.internal', port: 6380 },
+      db: 2,
+      username: 'app',
+      password: 's@cret',
+      tls: true,
+    });
     expect(target.description).toBe('rediss://app:***@cache.internal:6380/2');
   });
 
   it('when REDIS_USERNAME and REDIS_PASSWORD are set, then they win over the URL', () => {
-    const target = redisTarget(loadConfig({ ...base, REDIS_URL: 'redis://old:pw@127.0.0.1:6379', REDIS_USERNAME: 'svc', REDIS_PASSWORD: 'new-secret' }));
+    const target = redisTarget(
+      loadConfig({
+        ...base,
+        REDIS_URL: 'redis://old:pw@127.0.0.1:6379',
+        REDIS_USERNAME: 'svc',
+        REDIS_PASSWORD: 'new-secret',
+      }),
+    );
     expect(target).toMatchObject({ kind: 'single', username: 'svc', password: 'new-secret', tls: false });
   });
 
   it('when sentinels are set, then the master is found through them', () => {
-    const c = loadConfig({ ...base, REDIS_SENTINELS: '10.0.0.1:26379, [::1]:26380', REDIS_SENTINEL_MASTER: 'whr', REDIS_SENTINEL_PASSWORD: 'sentinel-pw', REDIS_TLS: 'true' });
+    const c = loadConfig({
+      ...base,
+      REDIS_SENTINELS: '10.0.0.1:26379, [::1]:26380',
+      REDIS_SENTINEL_MASTER: 'whr',
+      REDIS_SENTINEL_PASSWORD: 'sentinel-pw',
+      REDIS_TLS: 'true',
+    });
     expect(redisTarget(c)).toMatchObject({
       kind: 'sentinel',
-      sentinels: [{ host: '10.0.0.1', port: 26379 }, { host: '::1', port: 26380 }],
+      sentinels: [
+        { host: '10.0.0.1', port: 26379 },
+        { host: '::1', port: 26380 },
+      ],
       masterName: 'whr',
       sentinelPassword: 'sentinel-pw',
       tls: true,
@@ -183,18 +247,33 @@ describe('Redis topology settings', () => {
     writeFileSync(file, 'redisClusterNodes: ["127.0.0.1:7000", "127.0.0.1:7001"]\nredisMinReplicasAck: 1\n');
     const c = loadConfig({ ...base, CONFIG_FILE: file });
     expect(c.redisMinReplicasAck).toBe(1);
-    expect(redisTarget(c)).toMatchObject({ kind: 'cluster', nodes: [{ host: '127.0.0.1', port: 7000 }, { host: '127.0.0.1', port: 7001 }], tls: false });
+    expect(redisTarget(c)).toMatchObject({
+      kind: 'cluster',
+      nodes: [
+        { host: '127.0.0.1', port: 7000 },
+        { host: '127.0.0.1', port: 7001 },
+      ],
+      tls: false,
+    });
     expect(loadConfig(base).redisMinReplicasAck).toBe(0);
   });
 
   it('when two topologies or half a setting pair are given, then start-up stops naming the settings', () => {
-    expect(problemsOf(() => loadConfig({ ...base, REDIS_SENTINELS: 'a:1', REDIS_SENTINEL_MASTER: 'm', REDIS_CLUSTER_NODES: 'b:2' }))).toEqual([
+    expect(
+      problemsOf(() =>
+        loadConfig({ ...base, REDIS_SENTINELS: 'a:1', REDIS_SENTINEL_MASTER: 'm', REDIS_CLUSTER_NODES: 'b:2' }),
+      ),
+    ).toEqual([
       'REDIS_CLUSTER_NODES: set at most one of REDIS_SENTINELS (redisSentinels) and REDIS_CLUSTER_NODES (redisClusterNodes)',
     ]);
     expect(problemsOf(() => loadConfig({ ...base, REDIS_SENTINELS: 'a:1' }))).toEqual([
       'redisSentinelMaster: REDIS_SENTINEL_MASTER (redisSentinelMaster) is required with REDIS_SENTINELS',
     ]);
-    expect(problemsOf(() => loadConfig({ ...base, REDIS_CLUSTER_NODES: 'a', REDIS_TLS_CERT_FILE: '/c.pem', REDIS_MIN_REPLICAS_ACK: '-1' }))).toEqual(
+    expect(
+      problemsOf(() =>
+        loadConfig({ ...base, REDIS_CLUSTER_NODES: 'a', REDIS_TLS_CERT_FILE: '/c.pem', REDIS_MIN_REPLICAS_ACK: '-1' }),
+      ),
+    ).toEqual(
       expect.arrayContaining([
         'REDIS_CLUSTER_NODES[0]: must be host:port',
         expect.stringMatching(/^REDIS_MIN_REPLICAS_ACK: /),
@@ -205,6 +284,8 @@ describe('Redis topology settings', () => {
 
   it('when a TLS file cannot be read, then the connector refuses to start naming the setting', () => {
     const c = loadConfig({ ...base, REDIS_CLUSTER_NODES: '127.0.0.1:7000', REDIS_TLS_CA_FILE: '/nonexistent/ca.pem' });
-    expect(problemsOf(() => createRedisConnector(c))).toEqual([expect.stringMatching(/^redisTlsCaFile \(REDIS_TLS_CA_FILE\): cannot read \/nonexistent\/ca\.pem/)]);
+    expect(problemsOf(() => createRedisConnector(c))).toEqual([
+      expect.stringMatching(/^redisTlsCaFile \(REDIS_TLS_CA_FILE\): cannot read \/nonexistent\/ca\.pem/),
+    ]);
   });
 });

@@ -11,8 +11,15 @@ const platform = new FakePlatform();
 const ATTACKERS = 1100; // more than maxConnections (1024 by default)
 const NOTIFICATIONS = 30;
 
-async function underTrickle(env: Record<string, string>): Promise<{ sent: Awaited<ReturnType<typeof sendEvery>>; service: ServiceProcess; opened: number }> {
-  const service = await ServiceProcess.startQuiet({ REDIS_URL: testRedisUrl(), QUEUE_PREFIX: uniquePrefix(), PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64, ...env });
+async function underTrickle(
+  env: Record<string, string>,
+): Promise<{ sent: Awaited<ReturnType<typeof sendEvery>>; service: ServiceProcess; opened: number }> {
+  const service = await ServiceProcess.startQuiet({
+    REDIS_URL: testRedisUrl(),
+    QUEUE_PREFIX: uniquePrefix(),
+    PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64,
+    ...env,
+  });
   // Each refused connection is reopened within 0.5 to 1.5 s: about a thousand new connections a second
   // from the attacker, without starving the other test files' processes on a shared 2-core machine.
   const attack = trickleHeaders(service.port, ATTACKERS, { localAddress: '127.0.0.1', reopenMs: 1000 });
@@ -36,14 +43,22 @@ describe('1,100 connections trickling headers from 127.0.0.1, the platform on 12
     const { sent, service, opened } = await underTrickle({ PLATFORM_SOURCE_CIDRS: '127.0.0.2', LOG_LEVEL: 'warn' });
     console.log(`allowlist on accept: ${opened} attacker connections opened; genuine: ${describeSends(sent)}`);
     expectAnswered(sent);
-    expect(service.lines.find((l) => l.reason === 'source_not_allowed')).toMatchObject({ level: 'warn', message: 'connections refused on arrival: source address not allowed', source: '127.0.0.1' });
+    expect(service.lines.find((l) => l.reason === 'source_not_allowed')).toMatchObject({
+      level: 'warn',
+      message: 'connections refused on arrival: source address not allowed',
+      source: '127.0.0.1',
+    });
   });
 
   it("with no allowlist: the source's share (maxConnectionsPerSource, 64) bounds the attacker, and at least 29 of 30 genuine notifications are answered 200 within 2 s", async () => {
     const { sent, service, opened } = await underTrickle({ LOG_LEVEL: 'warn' });
     console.log(`per-source share: ${opened} attacker connections opened; genuine: ${describeSends(sent)}`);
     expectAnswered(sent);
-    expect(service.lines.find((l) => l.reason === 'source_connection_cap')).toMatchObject({ level: 'warn', source: '127.0.0.1', maxConnectionsPerSource: 64 });
+    expect(service.lines.find((l) => l.reason === 'source_connection_cap')).toMatchObject({
+      level: 'warn',
+      source: '127.0.0.1',
+      maxConnectionsPerSource: 64,
+    });
   });
 });
 

@@ -33,7 +33,10 @@ afterAll(async () => {
 });
 
 /** A browser signed in with basic auth (the browser answers the 401 challenge), recording every request its pages make. */
-async function signedIn(credentials: { username: string; password: string }, viewport = { width: 1280, height: 900 }): Promise<{ context: BrowserContext; page: Page; requested: string[] }> {
+async function signedIn(
+  credentials: { username: string; password: string },
+  viewport = { width: 1280, height: 900 },
+): Promise<{ context: BrowserContext; page: Page; requested: string[] }> {
   const context = await browser.newContext({ httpCredentials: credentials, viewport });
   const requested: string[] = [];
   context.on('request', (r) => requested.push(r.url()));
@@ -43,30 +46,50 @@ async function signedIn(credentials: { username: string; password: string }, vie
 /** Serious or critical accessibility violations on the page, by rule and the elements concerned. */
 async function seriousViolations(page: Page): Promise<string[]> {
   const result = await new AxeBuilder({ page }).analyze();
-  return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+  return result.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
 }
 
-const seriesCount = async () => (await eventDetail(w.f.pipeline, w.eventId, (p) => p))!.deliveries.map((d) => d.series.length);
+const seriesCount = async () =>
+  (await eventDetail(w.f.pipeline, w.eventId, (p) => p))!.deliveries.map((d) => d.series.length);
 
 describe('the console in a real browser', () => {
   it('a viewer sees no action; a forged POST without the CSRF token is refused 403 and changes nothing', async () => {
     const { context, page } = await signedIn(VIEWER);
-    for (const url of [`/admin/console/events/${w.eventId}`, '/admin/console/targets', `/admin/console/events?target=erp&state=dead_letter`]) {
+    for (const url of [
+      `/admin/console/events/${w.eventId}`,
+      '/admin/console/targets',
+      `/admin/console/events?target=erp&state=dead_letter`,
+    ]) {
       expect((await page.goto(`${base}${url}`))?.status()).toBe(200);
-      expect(await page.locator('a[href*="/admin/console/confirm/"], form[method="post"], button:not([type="submit"][form]):has-text("Confirm")').count()).toBe(0);
+      expect(
+        await page
+          .locator(
+            'a[href*="/admin/console/confirm/"], form[method="post"], button:not([type="submit"][form]):has-text("Confirm")',
+          )
+          .count(),
+      ).toBe(0);
       await page.getByText('auditor').first().waitFor();
     }
     const before = { series: await seriesCount(), ledger: w.ledger.requests.length, erp: w.erp.requests.length };
 
     // The viewer's own browser, and the operator's browser without the form's token.
-    const viewerPost = await page.evaluate(async (id) => (await fetch('/admin/console/actions/resend', { method: 'POST', body: new URLSearchParams({ event: id }) })).status, w.eventId);
+    const viewerPost = await page.evaluate(
+      async (id) =>
+        (await fetch('/admin/console/actions/resend', { method: 'POST', body: new URLSearchParams({ event: id }) }))
+          .status,
+      w.eventId,
+    );
     expect(viewerPost).toBe(403);
     const operator = await browser.newContext({ httpCredentials: OPERATOR });
     const forged = await operator.request.post(`${base}/admin/console/actions/resend`, { form: { event: w.eventId } });
     expect(forged.status()).toBe(403);
     expect(await forged.text()).toContain('token is missing');
     await new Promise((r) => setTimeout(r, 300));
-    expect({ series: await seriesCount(), ledger: w.ledger.requests.length, erp: w.erp.requests.length }).toEqual(before);
+    expect({ series: await seriesCount(), ledger: w.ledger.requests.length, erp: w.erp.requests.length }).toEqual(
+      before,
+    );
     expect(w.f.adminLogs.find((l) => l.action === 'event.resend')).toBeUndefined();
     await operator.close();
     await context.close();
@@ -103,15 +126,27 @@ describe('the console in a real browser', () => {
       expect(await mark.locator('[data-trigger]').textContent()).toBe('resend');
       expect(await mark.locator('[data-by]').textContent()).toBe('basic:ops');
     }
-    await waitUntil(() => w.erp.successes().length === 1 && w.ledger.successes().length === 2, 10000, 'both targets got the resend');
-    await waitUntil(async () => (await w.f.pipeline.deliveryQueue('erp')!.getJobState(w.eventId)) === 'completed', 5000, 'erp delivered');
+    await waitUntil(
+      () => w.erp.successes().length === 1 && w.ledger.successes().length === 2,
+      10000,
+      'both targets got the resend',
+    );
+    await waitUntil(
+      async () => (await w.f.pipeline.deliveryQueue('erp')!.getJobState(w.eventId)) === 'completed',
+      5000,
+      'erp delivered',
+    );
     await page.reload();
     expect(await erp.locator('h3 .badge').textContent()).toBe('delivered');
     mkdirSync(path.dirname(SCREENSHOT), { recursive: true });
     const png = await page.screenshot({ path: SCREENSHOT, fullPage: true });
     expect(png.length).toBeGreaterThan(20_000);
     if (process.env.UPDATE_DOCS_SCREENSHOT === '1') copyFileSync(SCREENSHOT, DOCS_SCREENSHOT);
-    expect(w.f.adminLogs.find((l) => l.action === 'event.resend')).toMatchObject({ audit: true, principal: 'basic:ops', items: [w.eventId] });
+    expect(w.f.adminLogs.find((l) => l.action === 'event.resend')).toMatchObject({
+      audit: true,
+      principal: 'basic:ops',
+      items: [w.eventId],
+    });
 
     await page.getByRole('link', { name: 'Targets' }).click();
     await page.getByRole('heading', { name: 'Targets' }).waitFor();
@@ -128,7 +163,11 @@ describe('the console in a real browser', () => {
 
   it('reads on a phone-width screen: nothing wider than the screen but the tables, which scroll', async () => {
     const { context, page } = await signedIn(OPERATOR, { width: 375, height: 740 });
-    for (const url of [`/admin/console/events/${w.eventId}`, '/admin/console/targets', `/admin/console/events?q=${REQUEST_ID}`]) {
+    for (const url of [
+      `/admin/console/events/${w.eventId}`,
+      '/admin/console/targets',
+      `/admin/console/events?q=${REQUEST_ID}`,
+    ]) {
       await page.goto(`${base}${url}`);
       expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(375);
     }

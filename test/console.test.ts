@@ -48,12 +48,18 @@ describe('the console without a script', () => {
   });
 
   it('filters the list by target and state, and refuses a time that is not one', async () => {
-    const dead = await asOperator(request(w.f.admin).get('/admin/console/events?target=erp&state=dead_letter')).expect(200);
+    const dead = await asOperator(request(w.f.admin).get('/admin/console/events?target=erp&state=dead_letter')).expect(
+      200,
+    );
     expect(dead.text).toContain(w.eventId);
-    const delivered = await asOperator(request(w.f.admin).get('/admin/console/events?target=erp&state=delivered')).expect(200);
+    const delivered = await asOperator(
+      request(w.f.admin).get('/admin/console/events?target=erp&state=delivered'),
+    ).expect(200);
     expect(delivered.text).not.toContain(w.eventId);
     expect(delivered.text).toContain('No deliveries match.');
-    const future = await asOperator(request(w.f.admin).get('/admin/console/events?from=2999-01-01T00:00:00Z')).expect(200);
+    const future = await asOperator(request(w.f.admin).get('/admin/console/events?from=2999-01-01T00:00:00Z')).expect(
+      200,
+    );
     expect(future.text).not.toContain(w.eventId);
     const bad = await asOperator(request(w.f.admin).get('/admin/console/events?from=yesterday')).expect(400);
     expect(bad.text).toContain('from: not a time');
@@ -70,8 +76,12 @@ describe('the console without a script', () => {
 
   it('the targets page counts each target’s deliveries and dead letters and links to them', async () => {
     const res = await asOperator(request(w.f.admin).get('/admin/console/targets')).expect(200);
-    expect(res.text).toMatch(/<th scope="row">erp<br><span class="muted">http:\/\/127\.0\.0\.1:\d+\/[^<]*<\/span><\/th>\s*<td>no<\/td>\s*<td>0<\/td>\s*<td>1<\/td>/);
-    expect(res.text).toMatch(/<th scope="row">ledger<br><span class="muted">http:\/\/127\.0\.0\.1:\d+\/[^<]*<\/span><\/th>\s*<td>no<\/td>\s*<td>1<\/td>\s*<td>0<\/td>/);
+    expect(res.text).toMatch(
+      /<th scope="row">erp<br><span class="muted">http:\/\/127\.0\.0\.1:\d+\/[^<]*<\/span><\/th>\s*<td>no<\/td>\s*<td>0<\/td>\s*<td>1<\/td>/,
+    );
+    expect(res.text).toMatch(
+      /<th scope="row">ledger<br><span class="muted">http:\/\/127\.0\.0\.1:\d+\/[^<]*<\/span><\/th>\s*<td>no<\/td>\s*<td>1<\/td>\s*<td>0<\/td>/,
+    );
     expect(res.text).toContain('href="/admin/console/events?target=erp&amp;state=dead_letter"');
   });
 });
@@ -84,35 +94,60 @@ describe('acting from the console', () => {
     await asViewer(request(w.f.admin).get(`/admin/console/confirm/resend?event=${w.eventId}`)).expect(403);
     const api = await asViewer(request(w.f.admin).post('/admin/api/targets/erp/pause')).expect(403);
     expect(api.body.error).toBe('read_only_principal');
-    expect((await w.f.pipeline.deliveryQueue('erp')!.isPaused())).toBe(false);
+    expect(await w.f.pipeline.deliveryQueue('erp')!.isPaused()).toBe(false);
     await asViewer(request(w.f.admin).get('/admin/api/targets')).expect(200);
   });
 
   it('a POST without the token, with another principal’s token, or from another site is refused and changes nothing', async () => {
     const confirm = await asOperator(request(w.f.admin).get('/admin/console/confirm/pause?target=erp')).expect(200);
     const token = csrfOf(confirm.text);
-    await asOperator(request(w.f.admin).post('/admin/console/actions/pause').type('form').send({ target: 'erp' })).expect(403);
+    await asOperator(
+      request(w.f.admin).post('/admin/console/actions/pause').type('form').send({ target: 'erp' }),
+    ).expect(403);
     const viewersToken = createCsrf().issue('basic:auditor');
-    await asOperator(request(w.f.admin).post('/admin/console/actions/pause').type('form').send({ target: 'erp', csrf: viewersToken })).expect(403);
-    await asOperator(request(w.f.admin).post('/admin/console/actions/pause').set('origin', 'https://evil.example').type('form').send({ target: 'erp', csrf: token })).expect(403);
+    await asOperator(
+      request(w.f.admin).post('/admin/console/actions/pause').type('form').send({ target: 'erp', csrf: viewersToken }),
+    ).expect(403);
+    await asOperator(
+      request(w.f.admin)
+        .post('/admin/console/actions/pause')
+        .set('origin', 'https://evil.example')
+        .type('form')
+        .send({ target: 'erp', csrf: token }),
+    ).expect(403);
     expect(await w.f.pipeline.deliveryQueue('erp')!.isPaused()).toBe(false);
     expect(w.f.adminLogs.find((l) => l.action === 'target.pause')).toBeUndefined();
   });
 
   it('pause and resume go through the audited operation, after the confirmation', async () => {
     for (const action of ['pause', 'resume'] as const) {
-      const confirm = await asOperator(request(w.f.admin).get(`/admin/console/confirm/${action}?target=erp`)).expect(200);
-      const done = await asOperator(request(w.f.admin).post(`/admin/console/actions/${action}`).type('form').send({ target: 'erp', csrf: csrfOf(confirm.text) })).expect(303);
+      const confirm = await asOperator(request(w.f.admin).get(`/admin/console/confirm/${action}?target=erp`)).expect(
+        200,
+      );
+      const done = await asOperator(
+        request(w.f.admin)
+          .post(`/admin/console/actions/${action}`)
+          .type('form')
+          .send({ target: 'erp', csrf: csrfOf(confirm.text) }),
+      ).expect(303);
       expect(done.headers.location).toBe(`/admin/console/targets?done=${action}`);
       expect(await w.f.pipeline.deliveryQueue('erp')!.isPaused()).toBe(action === 'pause');
-      expect(w.f.adminLogs.find((l) => l.action === `target.${action}`)).toMatchObject({ audit: true, principal: 'basic:ops', target: 'erp' });
+      expect(w.f.adminLogs.find((l) => l.action === `target.${action}`)).toMatchObject({
+        audit: true,
+        principal: 'basic:ops',
+        target: 'erp',
+      });
     }
   });
 
   it('the replay confirmation shows how many dead letters it will replay', async () => {
-    const confirm = await asOperator(request(w.f.admin).get('/admin/console/confirm/replay-all?target=erp')).expect(200);
+    const confirm = await asOperator(request(w.f.admin).get('/admin/console/confirm/replay-all?target=erp')).expect(
+      200,
+    );
     expect(confirm.text).toMatch(/Replay <strong data-count>1<\/strong> dead letter of target <strong>erp<\/strong>/);
-    const none = await asOperator(request(w.f.admin).get('/admin/console/confirm/replay-all?target=ledger')).expect(200);
+    const none = await asOperator(request(w.f.admin).get('/admin/console/confirm/replay-all?target=ledger')).expect(
+      200,
+    );
     expect(none.text).toContain('There is no dead letter');
     expect(none.text).not.toContain('<form method="post"');
   });
@@ -141,7 +176,9 @@ describe('principals in the configuration', () => {
       return r.success ? [] : r.error.issues.map((i) => i.message);
     };
     expect(problems([{ ...base, password: 'long enough password' }])).toEqual([]);
-    expect(problems([{ ...base, password: 'long enough password', token: 'a-token-of-16-chars-or-more' }])[0]).toMatch(/one of them/);
+    expect(problems([{ ...base, password: 'long enough password', token: 'a-token-of-16-chars-or-more' }])[0]).toMatch(
+      /one of them/,
+    );
     expect(problems([{ ...base, role: 'admin', token: 'a-token-of-16-chars-or-more' }])).not.toEqual([]);
   });
 });

@@ -18,7 +18,9 @@ beforeAll(async () => {
   erp = await TargetServer.start(() => ({ status: healthy ? 200 : 502 }));
   f = buildForwarding(platform, [{ name: 'erp', url: erp.url, maxAttempts: 2 }]);
   for (const i of [1, 2, 3]) {
-    await platform.send(f.receiver.app, platform.signed('payment.result', { body: `{"type":"MERCH","data":{"i":${i}}}` })).expect(200);
+    await platform
+      .send(f.receiver.app, platform.signed('payment.result', { body: `{"type":"MERCH","data":{"i":${i}}}` }))
+      .expect(200);
   }
   await waitUntil(async () => (await f.deadLetters.list()).length === 3, 10000, 'three dead letters');
   healthy = true;
@@ -62,25 +64,44 @@ describe('replaying dead letters', () => {
     it('without credentials, then 401', async () => {
       await request(app()).get('/admin/api/dead-letters').expect(401);
       await request(app()).post('/admin/api/dead-letters/replay').send({ all: true }).expect(401);
-      await request(app()).get('/admin/api/dead-letters').set('authorization', 'Bearer wrong-token-0000000000').expect(401);
+      await request(app())
+        .get('/admin/api/dead-letters')
+        .set('authorization', 'Bearer wrong-token-0000000000')
+        .expect(401);
     });
 
     it('lists by target and event type, and a replayed one arrives with its webhook-id', async () => {
-      const list = await request(app()).get('/admin/api/dead-letters?target=erp&eventType=payment.result').set('authorization', `Bearer ${TOKEN}`).expect(200);
+      const list = await request(app())
+        .get('/admin/api/dead-letters?target=erp&eventType=payment.result')
+        .set('authorization', `Bearer ${TOKEN}`)
+        .expect(200);
       expect(list.body.deadLetters).toHaveLength(2);
-      const none = await request(app()).get('/admin/api/dead-letters?eventType=fx.result').set('authorization', `Bearer ${TOKEN}`).expect(200);
+      const none = await request(app())
+        .get('/admin/api/dead-letters?eventType=fx.result')
+        .set('authorization', `Bearer ${TOKEN}`)
+        .expect(200);
       expect(none.body.deadLetters).toHaveLength(0);
 
       const target = list.body.deadLetters[0];
-      const res = await request(app()).post('/admin/api/dead-letters/replay').set('authorization', `Bearer ${TOKEN}`).send({ ids: [target.id] }).expect(200);
+      const res = await request(app())
+        .post('/admin/api/dead-letters/replay')
+        .set('authorization', `Bearer ${TOKEN}`)
+        .send({ ids: [target.id] })
+        .expect(200);
 
       expect(res.body).toEqual({ replayed: [target.id], notFound: [] });
       await erp.waitFor(() => deliveredIds().includes(target.eventId));
-      expect(f.adminLogs.find((l) => l.audit === true && l.action === 'dead-letters.replay')).toMatchObject({ items: [target.id] });
+      expect(f.adminLogs.find((l) => l.audit === true && l.action === 'dead-letters.replay')).toMatchObject({
+        items: [target.id],
+      });
     });
 
     it('replays all that match, and each arrives once', async () => {
-      const res = await request(app()).post('/admin/api/dead-letters/replay').set('authorization', `Bearer ${TOKEN}`).send({ all: true, target: 'erp' }).expect(200);
+      const res = await request(app())
+        .post('/admin/api/dead-letters/replay')
+        .set('authorization', `Bearer ${TOKEN}`)
+        .send({ all: true, target: 'erp' })
+        .expect(200);
       expect(res.body.replayed).toHaveLength(1);
       await erp.waitFor(() => deliveredIds().length === 3);
       expect(new Set(deliveredIds()).size).toBe(3);

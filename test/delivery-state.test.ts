@@ -5,8 +5,12 @@ describe("a delivery's state in an operator's words", () => {
   const job = (over: object = {}) => ({ attemptsMade: 1, data: {}, ...over });
   it('tells a delivery its transform dropped from one that was sent', () => {
     expect(deliveryStateOf('completed', job({ returnvalue: { status: 200, latencyMs: 3 } }), false)).toBe('delivered');
-    expect(deliveryStateOf('completed', job({ returnvalue: { latencyMs: 2, confirmed: 'publisher confirm' } }), false)).toBe('delivered');
-    expect(deliveryStateOf('completed', job({ returnvalue: { dropped: 'transform', latencyMs: 1 } }), false)).toBe('dropped');
+    expect(
+      deliveryStateOf('completed', job({ returnvalue: { latencyMs: 2, confirmed: 'publisher confirm' } }), false),
+    ).toBe('delivered');
+    expect(deliveryStateOf('completed', job({ returnvalue: { dropped: 'transform', latencyMs: 1 } }), false)).toBe(
+      'dropped',
+    );
   });
   it('tells a retry from a delivery waiting for its turn, and a paused target', () => {
     expect(deliveryStateOf('delayed', job(), false)).toBe('retrying');

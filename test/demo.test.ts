@@ -24,7 +24,11 @@ async function demoKeys(): Promise<string[]> {
   }
 }
 
-function run(command: string, args: string[], extraEnv: Record<string, string> = {}): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
+function run(
+  command: string,
+  args: string[],
+  extraEnv: Record<string, string> = {},
+): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
   const child = spawn(command, args, { cwd: ROOT, env: { ...env, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
@@ -34,7 +38,11 @@ function run(command: string, args: string[], extraEnv: Record<string, string> =
 }
 
 /** The printed CLI commands: the lines that set the CLI's settings and run `npm run cli`. */
-const cliLines = (output: string) => output.split('\n').filter((l) => / npm run cli -- /.test(l) && /^ {2}QUEUE_PREFIX=/.test(l)).map((l) => l.trim());
+const cliLines = (output: string) =>
+  output
+    .split('\n')
+    .filter((l) => / npm run cli -- /.test(l) && /^ {2}QUEUE_PREFIX=/.test(l))
+    .map((l) => l.trim());
 
 describe('npm run demo', () => {
   it('DEMO_EXIT=1: exits 0 after running each ready command (each exits 0), prints nothing live, keeps the service log apart, removes its keys', async () => {
@@ -44,9 +52,18 @@ describe('npm run demo', () => {
     expect({ code, tail: out.slice(-3000) }).toEqual({ code: 0, tail: out.slice(-3000) });
 
     const commands = cliLines(out);
-    const shapes = [/ queues$/, / dlq list --target ledger$/, / event --request-id REQ\w+$/, / dlq replay ledger\/evt_[0-9a-f]{40}$/, / event resend evt_[0-9a-f]{40} --target ledger$/, / event evt_[0-9a-f]{40}$/, / event evt_[0-9a-f]{40}$/];
+    const shapes = [
+      / queues$/,
+      / dlq list --target ledger$/,
+      / event --request-id REQ\w+$/,
+      / dlq replay ledger\/evt_[0-9a-f]{40}$/,
+      / event resend evt_[0-9a-f]{40} --target ledger$/,
+      / event evt_[0-9a-f]{40}$/,
+      / event evt_[0-9a-f]{40}$/,
+    ];
     expect(commands).toEqual(shapes.map((shape) => expect.stringMatching(shape)));
-    for (const c of commands) expect(c).toMatch(/^QUEUE_PREFIX=demo CONFIG_FILE=\.demo\/config\.yaml REDIS_URL=redis:\/\/\S+ npm run cli -- /);
+    for (const c of commands)
+      expect(c).toMatch(/^QUEUE_PREFIX=demo CONFIG_FILE=\.demo\/config\.yaml REDIS_URL=redis:\/\/\S+ npm run cli -- /);
     expect(out.match(/^ {4}exit (\d+)$/gm)).toEqual(commands.map(() => '    exit 0'));
     // The story of the replayed dead letter, as the last commands printed it.
     expect(out).toMatch(/series 2: replay\s+by cli:/);
@@ -63,7 +80,8 @@ describe('npm run demo', () => {
     const demo = run(process.execPath, ['dist/src/demo/main.js']);
     const deadline = Date.now() + 90000;
     while (!/Ctrl-C stops/.test(demo.output())) {
-      if (Date.now() > deadline || demo.child.exitCode !== null) throw new Error(`the demo did not get ready:\n${demo.output()}`);
+      if (Date.now() > deadline || demo.child.exitCode !== null)
+        throw new Error(`the demo did not get ready:\n${demo.output()}`);
       await new Promise((r) => setTimeout(r, 200));
     }
     try {
@@ -73,7 +91,11 @@ describe('npm run demo', () => {
       for (const command of commands) {
         const shell = run('sh', ['-c', command]);
         const status = await shell.exited;
-        expect({ command, status, output: status === 0 ? '' : shell.output() }).toEqual({ command, status: 0, output: '' });
+        expect({ command, status, output: status === 0 ? '' : shell.output() }).toEqual({
+          command,
+          status: 0,
+          output: '',
+        });
       }
       // The API's event view, as printed (with the admin token and port).
       const view = out.split('\n').find((l) => /^ {2}curl .*\/admin\/api\/events\/evt_/.test(l));
@@ -81,11 +103,16 @@ describe('npm run demo', () => {
       const viewed = run('sh', ['-c', view!.trim()]);
       expect(await viewed.exited).toBe(0);
       const body = JSON.parse(viewed.output()) as { deliveries: { target: string; series: { trigger: string }[] }[] };
-      expect(body.deliveries.find((d) => d.target === 'ledger')?.series.map((s) => s.trigger)).toEqual(['received', 'replay']);
+      expect(body.deliveries.find((d) => d.target === 'ledger')?.series.map((s) => s.trigger)).toEqual([
+        'received',
+        'replay',
+      ]);
       // The events console, with the credentials printed, finds the dead-lettered event by its request_id.
       const [, consoleUrl, password] = /events console: (\S+) {2}\(user admin, password (\S+)\):/.exec(out) ?? [];
       const requestId = /event --request-id (REQ\w+)$/m.exec(out)?.[1];
-      const page = await fetch(`${consoleUrl}/events?q=${requestId}`, { headers: { authorization: `Basic ${Buffer.from(`admin:${password}`).toString('base64')}` } });
+      const page = await fetch(`${consoleUrl}/events?q=${requestId}`, {
+        headers: { authorization: `Basic ${Buffer.from(`admin:${password}`).toString('base64')}` },
+      });
       expect(page.status).toBe(200);
       const deadLettered = /dlq replay ledger\/(evt_[0-9a-f]{40})$/m.exec(out)?.[1];
       expect(deadLettered).toBeDefined();

@@ -21,7 +21,10 @@ function secretLine(): string {
 describe('deploy/env.example and the compose guide', () => {
   it('is valid shell: bash -n passes and sourcing it sets the three settings', () => {
     execFileSync('bash', ['-n', EXAMPLE]);
-    const out = bash(`set -eu; . '${EXAMPLE}'; printf '%s\\n' "$REDIS_PASSWORD" "$ADMIN_TOKEN" "$PLATFORM_PUBLIC_KEYS"`, ROOT);
+    const out = bash(
+      `set -eu; . '${EXAMPLE}'; printf '%s\\n' "$REDIS_PASSWORD" "$ADMIN_TOKEN" "$PLATFORM_PUBLIC_KEYS"`,
+      ROOT,
+    );
     const [redisPassword, adminToken, keys] = out.split('\n');
     expect(redisPassword).toMatch(/^\S{16,}$/);
     expect(adminToken).toMatch(/^\S{16,}$/);

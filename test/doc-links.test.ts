@@ -28,12 +28,20 @@ function withoutCode(text: string): string {
 }
 
 function headings(file: string): Set<string> {
-  return new Set([...readFileSync(file, 'utf8').replace(/^```[\s\S]*?^```/gm, '').matchAll(/^#{1,6} (.+)$/gm)].map((m) => slug(m[1] ?? '')));
+  return new Set(
+    [
+      ...readFileSync(file, 'utf8')
+        .replace(/^```[\s\S]*?^```/gm, '')
+        .matchAll(/^#{1,6} (.+)$/gm),
+    ].map((m) => slug(m[1] ?? '')),
+  );
 }
 
 /** Each [text](target) link of a Markdown file, outside code. */
 function links(file: string): string[] {
-  return [...withoutCode(readFileSync(file, 'utf8')).matchAll(/\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)].map((m) => m[1] ?? '');
+  return [...withoutCode(readFileSync(file, 'utf8')).matchAll(/\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)].map(
+    (m) => m[1] ?? '',
+  );
 }
 
 /** What is wrong with one link from `file`, or undefined. */
@@ -43,9 +51,11 @@ function problem(file: string, link: string): string | undefined {
   const [target = '', fragment] = link.split('#');
   const resolved = target === '' ? file : path.resolve(path.dirname(file), decodeURIComponent(target));
   const relative = path.relative(ROOT, resolved);
-  if (relative.startsWith('..') || path.isAbsolute(relative) || target.startsWith('/')) return 'points outside the repository';
+  if (relative.startsWith('..') || path.isAbsolute(relative) || target.startsWith('/'))
+    return 'points outside the repository';
   if (!existsSync(resolved) || !statSync(resolved).isFile()) return 'no such file in the repository';
-  if (fragment && resolved.endsWith('.md') && !headings(resolved).has(fragment)) return `no heading #${fragment} in ${relative}`;
+  if (fragment && resolved.endsWith('.md') && !headings(resolved).has(fragment))
+    return `no heading #${fragment} in ${relative}`;
   return undefined;
 }
 
@@ -57,12 +67,15 @@ describe('links in README.md and docs/', () => {
     expect(links(path.join(ROOT, 'README.md')).length).toBeGreaterThan(10);
   });
 
-  it.each(files.map((f) => [path.relative(ROOT, f), f]))('%s: every relative link resolves to a file of the repository', (_name, file) => {
-    const bad = links(file)
-      .map((link) => ({ link, problem: problem(file, link) }))
-      .filter((l) => l.problem !== undefined);
-    expect(bad).toEqual([]);
-  });
+  it.each(files.map((f) => [path.relative(ROOT, f), f]))(
+    '%s: every relative link resolves to a file of the repository',
+    (_name, file) => {
+      const bad = links(file)
+        .map((link) => ({ link, problem: problem(file, link) }))
+        .filter((l) => l.problem !== undefined);
+      expect(bad).toEqual([]);
+    },
+  );
 
   it('the checker itself refuses a missing file, a path outside the repository, an absolute path and a missing heading', () => {
     const readme = path.join(ROOT, 'README.md');

@@ -15,7 +15,8 @@ import { CollectSpans } from './support/collect-spans';
 /** A local OTLP/HTTP collector: keeps each request's body and headers, and answers as told. */
 class Collector {
   readonly requests: { body: Buffer; headers: IncomingMessage['headers'] }[] = [];
-  answer: (res: ServerResponse) => void = (res) => res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
+  answer: (res: ServerResponse) => void = (res) =>
+    res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
   private constructor(private readonly server: Server) {}
 
   static async start(): Promise<Collector> {
@@ -43,7 +44,12 @@ class Collector {
   }
 }
 
-const SETTINGS: BatchSettings = { maxQueueSize: 2048, maxExportBatchSize: 10, scheduledDelayMillis: 300, exportTimeoutMillis: 5000 };
+const SETTINGS: BatchSettings = {
+  maxQueueSize: 2048,
+  maxExportBatchSize: 10,
+  scheduledDelayMillis: 300,
+  exportTimeoutMillis: 5000,
+};
 let collector: Collector;
 const reports: string[] = [];
 
@@ -62,7 +68,13 @@ function postingExporter(url: string): BatchExporter {
     export(batch, done) {
       const req = request(url, { method: 'POST', headers: { 'content-type': 'application/x-protobuf' } }, (res) => {
         res.resume();
-        res.on('end', () => done(res.statusCode === 200 ? { code: ExportResultCode.SUCCESS } : { code: ExportResultCode.FAILED, error: new Error(`HTTP ${res.statusCode}`) }));
+        res.on('end', () =>
+          done(
+            res.statusCode === 200
+              ? { code: ExportResultCode.SUCCESS }
+              : { code: ExportResultCode.FAILED, error: new Error(`HTTP ${res.statusCode}`) },
+          ),
+        );
       });
       req.on('error', (error) => done({ code: ExportResultCode.FAILED, error }));
       req.end(Buffer.from(batch.request()));
@@ -72,9 +84,17 @@ function postingExporter(url: string): BatchExporter {
 }
 
 function setUp(settings: Partial<BatchSettings> = {}) {
-  const processor = new EncodingSpanProcessor('http/protobuf', postingExporter(collector.url), { ...SETTINGS, ...settings }, (m) => reports.push(m));
+  const processor = new EncodingSpanProcessor(
+    'http/protobuf',
+    postingExporter(collector.url),
+    { ...SETTINGS, ...settings },
+    (m) => reports.push(m),
+  );
   const keep = new CollectSpans();
-  const provider = new BasicTracerProvider({ resource: resourceFromAttributes({ 'service.name': 'batch-test' }), spanProcessors: [keep, processor] });
+  const provider = new BasicTracerProvider({
+    resource: resourceFromAttributes({ 'service.name': 'batch-test' }),
+    spanProcessors: [keep, processor],
+  });
   const tracer = provider.getTracer('batch-test');
   const end = (n: number) => {
     for (let i = 0; i < n; i++) tracer.startSpan(`span ${i}`, { attributes: { i } }).end();
@@ -89,7 +109,7 @@ const until = async (check: () => boolean, ms = 5000) => {
 };
 
 describe('the encoding span processor, against a local OTLP/HTTP collector', () => {
-  it('when batches fill, then each leaves at once as the serializer\'s bytes, and the rest after the delay', async () => {
+  it("when batches fill, then each leaves at once as the serializer's bytes, and the rest after the delay", async () => {
     const { keep, provider, end } = setUp();
     const started = Date.now();
     end(25);
@@ -108,7 +128,11 @@ describe('the encoding span processor, against a local OTLP/HTTP collector', () 
 
   it('when spans are not sampled, then none is sent', async () => {
     const { provider, tracer } = setUp();
-    const unsampled = trace.setSpanContext(ROOT_CONTEXT, { traceId: 'a'.repeat(32), spanId: 'b'.repeat(16), traceFlags: TraceFlags.NONE });
+    const unsampled = trace.setSpanContext(ROOT_CONTEXT, {
+      traceId: 'a'.repeat(32),
+      spanId: 'b'.repeat(16),
+      traceFlags: TraceFlags.NONE,
+    });
     for (let i = 0; i < 12; i++) tracer.startSpan('child of an unsampled parent', {}, unsampled).end();
     await provider.forceFlush();
     expect(collector.requests).toHaveLength(0);
@@ -120,7 +144,9 @@ describe('the encoding span processor, against a local OTLP/HTTP collector', () 
     end(7);
     await provider.shutdown();
     expect(collector.requests).toHaveLength(1);
-    expect(collector.requests[0]!.body.equals(Buffer.from(ProtobufTraceSerializer.serializeRequest(keep.spans)!))).toBe(true);
+    expect(collector.requests[0]!.body.equals(Buffer.from(ProtobufTraceSerializer.serializeRequest(keep.spans)!))).toBe(
+      true,
+    );
     end(3);
     await new Promise((r) => setTimeout(r, 50));
     expect(collector.requests).toHaveLength(1);
@@ -147,7 +173,11 @@ describe('the encoding span processor, against a local OTLP/HTTP collector', () 
     await until(() => collector.requests.length === 1);
     end(45); // 30 wait, 15 are dropped
     expect(reports).toEqual(['dropping spans: the export queue (OTEL_BSP_MAX_QUEUE_SIZE 30) is full']);
-    await until(() => reports.some((r) => r.startsWith('an export of 10 spans failed: no answer within OTEL_BSP_EXPORT_TIMEOUT (400 ms)')));
+    await until(() =>
+      reports.some((r) =>
+        r.startsWith('an export of 10 spans failed: no answer within OTEL_BSP_EXPORT_TIMEOUT (400 ms)'),
+      ),
+    );
     await until(() => collector.requests.length === 2);
     end(1);
     expect(reports).toContain('dropped 15 spans: the export queue (OTEL_BSP_MAX_QUEUE_SIZE 30) was full');
@@ -156,7 +186,7 @@ describe('the encoding span processor, against a local OTLP/HTTP collector', () 
     await provider.shutdown();
   });
 
-  it('when the service sends through the OpenTelemetry OTLP/HTTP exporter, then the collector gets the serializer\'s bytes and the headers of OTEL_EXPORTER_OTLP_HEADERS', async () => {
+  it("when the service sends through the OpenTelemetry OTLP/HTTP exporter, then the collector gets the serializer's bytes and the headers of OTEL_EXPORTER_OTLP_HEADERS", async () => {
     const script = [
       "const { BasicTracerProvider } = require('@opentelemetry/sdk-trace-base');",
       "const { ProtobufTraceSerializer } = require('@opentelemetry/otlp-transformer');",
@@ -169,8 +199,16 @@ describe('the encoding span processor, against a local OTLP/HTTP collector', () 
       "for (let i = 0; i < 40; i++) provider.getTracer('child').startSpan('span ' + i, { attributes: { i } }).end();",
       "provider.shutdown().then(() => process.stdout.write(Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)).toString('base64')));",
     ].join('\n');
-    const env = { ...process.env, TS_NODE_SWC: 'true', URL: collector.url, OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Bearer collector-secret' };
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, ['-r', 'ts-node/register', '-e', script], { cwd: path.resolve(__dirname, '..'), env });
+    const env = {
+      ...process.env,
+      TS_NODE_SWC: 'true',
+      URL: collector.url,
+      OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Bearer collector-secret',
+    };
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, ['-r', 'ts-node/register', '-e', script], {
+      cwd: path.resolve(__dirname, '..'),
+      env,
+    });
     expect(stderr).toBe('');
     expect(collector.requests).toHaveLength(1);
     const sent = collector.requests[0]!;

@@ -27,10 +27,23 @@ const auth = { authorization: `Bearer ${ADMIN_TEST_TOKEN}` };
 type Sent = { target: string; headers: Record<string, string>; body: Buffer };
 
 /** A current-scheme notification signed with one environment's key. */
-function signed(key: string, type: Parameters<typeof eventDefinition>[0], body: string, extra: Record<string, string> = {}): Sent {
+function signed(
+  key: string,
+  type: Parameters<typeof eventDefinition>[0],
+  body: string,
+  extra: Record<string, string> = {},
+): Sent {
   const target = eventDefinition(type).path;
   const bytes = Buffer.from(body);
-  return { target, body: bytes, headers: { 'content-type': 'application/json', ...signCurrent({ privateKey: key, target, body: bytes, nonce: randomNonce() }), ...extra } };
+  return {
+    target,
+    body: bytes,
+    headers: {
+      'content-type': 'application/json',
+      ...signCurrent({ privateKey: key, target, body: bytes, nonce: randomNonce() }),
+      ...extra,
+    },
+  };
 }
 
 /** A receiver, in-process workers and the admin app over the configuration file `settings` (plus targets). */
@@ -45,8 +58,19 @@ class Service {
     this.configFile = path.join(tempDir('environments'), 'config.yaml');
     writeFileSync(this.configFile, stringify(settings));
     this.h = buildHarness({ CONFIG_FILE: this.configFile, ADMIN_TOKEN: ADMIN_TEST_TOKEN, ...env });
-    this.workers = startWorkers(this.h.config, this.h.pipeline, createLogger('error'), this.h.metrics, this.h.connector);
-    this.admin = wireAdmin(this.h.config, this.h.pipeline, this.h.metrics.registry, createLogger('info', this.adminLogs.stream));
+    this.workers = startWorkers(
+      this.h.config,
+      this.h.pipeline,
+      createLogger('error'),
+      this.h.metrics,
+      this.h.connector,
+    );
+    this.admin = wireAdmin(
+      this.h.config,
+      this.h.pipeline,
+      this.h.metrics.registry,
+      createLogger('info', this.adminLogs.stream),
+    );
   }
 
   send(n: Sent) {
@@ -57,7 +81,9 @@ class Service {
     return { CONFIG_FILE: this.configFile, REDIS_URL: this.h.config.redisUrl, QUEUE_PREFIX: this.h.config.queuePrefix };
   }
 
-  async quarantined(): Promise<{ id: string; eventId: string; eventType: string; environment?: string; reason: string; errors: string[] }[]> {
+  async quarantined(): Promise<
+    { id: string; eventId: string; eventType: string; environment?: string; reason: string; errors: string[] }[]
+  > {
     return (await request(this.admin).get('/admin/api/quarantine').set(auth).expect(200)).body.quarantined;
   }
 
@@ -69,7 +95,10 @@ class Service {
 
 const quick = { timeoutMs: 2000, maxAttempts: 2, backoff: { initialMs: 50, maxMs: 200 } };
 const payment = (requestId: string, extra: Record<string, unknown> = {}) =>
-  JSON.stringify({ type: 'MERCH', data: { request_id: requestId, merchant_no: MERCHANT, status: 'SUCCESS', amount: '100.00', ...extra } });
+  JSON.stringify({
+    type: 'MERCH',
+    data: { request_id: requestId, merchant_no: MERCHANT, status: 'SUCCESS', amount: '100.00', ...extra },
+  });
 
 describe('platform environments', () => {
   let prodErp: TargetServer;
@@ -86,7 +115,13 @@ describe('platform environments', () => {
       },
       targets: [
         { name: 'ledger', url: prodErp.url, events: ['payment.result'], environments: ['production'], ...quick },
-        { name: 'sandbox-ledger', url: sandboxErp.url, events: ['payment.result'], environments: ['sandbox'], ...quick },
+        {
+          name: 'sandbox-ledger',
+          url: sandboxErp.url,
+          events: ['payment.result'],
+          environments: ['sandbox'],
+          ...quick,
+        },
         { name: 'fx-desk', url: prodErp.url, events: ['fx.result'], environments: ['production'], ...quick },
       ],
     });
@@ -104,15 +139,27 @@ describe('platform environments', () => {
 
     const forwarded = sandboxErp.successes().find((r) => r.headers['webhook-id'] === id)!;
     expect(forwarded.headers['x-webhook-environment']).toBe('sandbox');
-    expect(JSON.parse(forwarded.body.toString('utf8'))).toMatchObject({ id, type: 'payment.result', environment: 'sandbox' });
+    expect(JSON.parse(forwarded.body.toString('utf8'))).toMatchObject({
+      id,
+      type: 'payment.result',
+      environment: 'sandbox',
+    });
     const view = (await request(s.admin).get(`/admin/api/events/${id}`).set(auth).expect(200)).body;
     expect(view.environment).toBe('sandbox');
     expect(view.deliveries.map((d: { target: string }) => d.target)).toEqual(['sandbox-ledger']);
     // The production target never saw it: not delivered, not queued.
     expect(prodErp.requests.some((r) => r.headers['webhook-id'] === id)).toBe(false);
     expect(await s.h.pipeline.deliveryQueue('ledger')!.getJob(id)).toBeUndefined();
-    expect(await counterValue(s.h.metrics.notifications, { event_type: 'payment.result', outcome: 'accepted', environment: 'sandbox' })).toBe(1);
-    expect(s.h.logs.find((l) => l.message === 'notification received' && l.eventId === id)?.environment).toBe('sandbox');
+    expect(
+      await counterValue(s.h.metrics.notifications, {
+        event_type: 'payment.result',
+        outcome: 'accepted',
+        environment: 'sandbox',
+      }),
+    ).toBe(1);
+    expect(s.h.logs.find((l) => l.message === 'notification received' && l.eventId === id)?.environment).toBe(
+      'sandbox',
+    );
   });
 
   it('when production signs a payment result, then only the production target gets it, marked production', async () => {
@@ -125,7 +172,9 @@ describe('platform environments', () => {
     expect(forwarded.headers['x-webhook-environment']).toBe('production');
     expect(JSON.parse(forwarded.body.toString('utf8')).environment).toBe('production');
     expect(await s.h.pipeline.deliveryQueue('sandbox-ledger')!.getJob(id)).toBeUndefined();
-    expect((await request(s.admin).get(`/admin/api/events/${id}`).set(auth).expect(200)).body.environment).toBe('production');
+    expect((await request(s.admin).get(`/admin/api/events/${id}`).set(auth).expect(200)).body.environment).toBe(
+      'production',
+    );
   });
 
   it('when the same body arrives from both environments, then they are two events, never one standing for the other', () => {
@@ -137,7 +186,11 @@ describe('platform environments', () => {
     const body = payment('ENV-CONFLICT-1');
     const first = signed(production.privateKeyPem, 'payment.result', body, { 'x-merch-id': 'SUB-42' });
     const copy = signed(production.privateKeyPem, 'payment.result', body, { 'x-merch-id': 'SUB-7' });
-    const conflictsBefore = await counterValue(s.h.metrics.notifications, { event_type: 'payment.result', outcome: 'conflict', environment: 'production' });
+    const conflictsBefore = await counterValue(s.h.metrics.notifications, {
+      event_type: 'payment.result',
+      outcome: 'conflict',
+      environment: 'production',
+    });
     await s.send(first).expect(200);
     await s.send(copy).expect(200);
     const id = eventIdFor('payment.result', 'production', first.body);
@@ -147,7 +200,13 @@ describe('platform environments', () => {
     const deliveries = prodErp.requests.filter((r) => r.headers['webhook-id'] === id);
     expect(deliveries).toHaveLength(1);
     expect(deliveries[0]!.headers['x-merch-id']).toBe('SUB-42');
-    expect(await counterValue(s.h.metrics.notifications, { event_type: 'payment.result', outcome: 'conflict', environment: 'production' })).toBe(conflictsBefore + 1);
+    expect(
+      await counterValue(s.h.metrics.notifications, {
+        event_type: 'payment.result',
+        outcome: 'conflict',
+        environment: 'production',
+      }),
+    ).toBe(conflictsBefore + 1);
     const warning = s.h.logs.find((l) => l.level === 'warn' && l.outcome === 'conflict' && l.eventId === id);
     expect(warning).toMatchObject({ merchantId: 'SUB-7', firstMerchantId: 'SUB-42' });
   });
@@ -155,16 +214,34 @@ describe('platform environments', () => {
   it('when a copy comes again with the same X-Merch-Id, then it is a duplicate as before', async () => {
     const body = payment('ENV-DUP-1');
     await s.send(signed(production.privateKeyPem, 'payment.result', body, { 'x-merch-id': 'SUB-42' })).expect(200);
-    const before = await counterValue(s.h.metrics.notifications, { event_type: 'payment.result', outcome: 'duplicate', environment: 'production' });
+    const before = await counterValue(s.h.metrics.notifications, {
+      event_type: 'payment.result',
+      outcome: 'duplicate',
+      environment: 'production',
+    });
     await s.send(signed(production.privateKeyPem, 'payment.result', body, { 'x-merch-id': 'SUB-42' })).expect(200);
-    expect(await counterValue(s.h.metrics.notifications, { event_type: 'payment.result', outcome: 'duplicate', environment: 'production' })).toBe(before + 1);
+    expect(
+      await counterValue(s.h.metrics.notifications, {
+        event_type: 'payment.result',
+        outcome: 'duplicate',
+        environment: 'production',
+      }),
+    ).toBe(before + 1);
   });
 
   it('when no target takes a sandbox event, then it is forwarded nowhere, kept and counted like an unrouted event', async () => {
-    const n = signed(sandbox.privateKeyPem, 'fx.result', JSON.stringify({ type: 'FX', data: { request_id: 'ENV-FX-SANDBOX' } }));
+    const n = signed(
+      sandbox.privateKeyPem,
+      'fx.result',
+      JSON.stringify({ type: 'FX', data: { request_id: 'ENV-FX-SANDBOX' } }),
+    );
     await s.send(n).expect(200);
     const id = eventIdFor('fx.result', 'sandbox', n.body);
-    await waitUntil(async () => (await s.h.pipeline.eventQueue('fx.result').getJob(id))?.failedReason !== undefined, 10_000, 'the event kept as failed');
+    await waitUntil(
+      async () => (await s.h.pipeline.eventQueue('fx.result').getJob(id))?.failedReason !== undefined,
+      10_000,
+      'the event kept as failed',
+    );
     const job = await s.h.pipeline.eventQueue('fx.result').getJob(id);
     expect(job!.failedReason).toMatch(/no target subscribed to fx\.result takes the sandbox environment/);
     expect(await counterValue(s.h.metrics.unrouted, { event_type: 'fx.result' })).toBe(1);
@@ -184,7 +261,12 @@ describe('acceptance rules', () => {
   beforeAll(async () => {
     erp = await TargetServer.start();
     s = new Service({
-      environments: { production: { publicKeys: [production.publicKeyBase64], accept: { 'data.merchant_no': { $in: [MERCHANT, 'M100024'] } } } },
+      environments: {
+        production: {
+          publicKeys: [production.publicKeyBase64],
+          accept: { 'data.merchant_no': { $in: [MERCHANT, 'M100024'] } },
+        },
+      },
       targets: [{ name: 'ledger', url: erp.url, events: ['*'], ...quick }],
     });
   });
@@ -202,7 +284,13 @@ describe('acceptance rules', () => {
     const kept = (await s.quarantined()).find((q) => q.eventId === id);
     expect(kept).toMatchObject({ eventType: 'payment.result', environment: 'production', reason: 'not_accepted' });
     expect(await s.h.pipeline.deliveryQueue('ledger')!.getJob(id)).toBeUndefined();
-    expect(await counterValue(s.h.metrics.notifications, { event_type: 'payment.result', outcome: 'not_accepted', environment: 'production' })).toBe(1);
+    expect(
+      await counterValue(s.h.metrics.notifications, {
+        event_type: 'payment.result',
+        outcome: 'not_accepted',
+        environment: 'production',
+      }),
+    ).toBe(1);
     expect(s.h.logs.find((l) => l.level === 'warn' && l.outcome === 'not_accepted' && l.eventId === id)).toBeDefined();
 
     // Its own merchant's notification goes through.
@@ -217,12 +305,15 @@ describe('acceptance rules', () => {
 describe('environment source addresses', () => {
   let s: Service;
   beforeAll(() => {
-    s = new Service({
-      environments: {
-        production: { publicKeys: [production.publicKeyBase64] },
-        sandbox: { publicKeys: [sandbox.publicKeyBase64], sourceCidrs: ['203.0.113.0/24'] },
+    s = new Service(
+      {
+        environments: {
+          production: { publicKeys: [production.publicKeyBase64] },
+          sandbox: { publicKeys: [sandbox.publicKeyBase64], sourceCidrs: ['203.0.113.0/24'] },
+        },
       },
-    }, { ROLE: 'receiver' });
+      { ROLE: 'receiver' },
+    );
   });
   afterAll(() => s.close());
 
@@ -245,12 +336,21 @@ describe('a legacy signature re-typed on another notify path', () => {
   afterAll(() => s.close());
 
   function legacy(type: 'payment.result' | 'fx.result', body: Buffer, timestamp: number): Sent {
-    return { target: eventDefinition(type).path, body, headers: { 'content-type': 'application/json', ...signLegacy(production.privateKeyPem, MERCHANT, timestamp, body) } };
+    return {
+      target: eventDefinition(type).path,
+      body,
+      headers: {
+        'content-type': 'application/json',
+        ...signLegacy(production.privateKeyPem, MERCHANT, timestamp, body),
+      },
+    };
   }
 
   it('when a captured copy is sent to another path first, then the genuine one is answered 200 and quarantined as signature_reused, naming both types', async () => {
     const timestamp = Date.now();
-    const body = Buffer.from(JSON.stringify({ timestamp, type: 'MERCH', data: { request_id: 'LEGACY-RETYPE-1', status: 'SUCCESS' } }));
+    const body = Buffer.from(
+      JSON.stringify({ timestamp, type: 'MERCH', data: { request_id: 'LEGACY-RETYPE-1', status: 'SUCCESS' } }),
+    );
     const genuine = legacy('payment.result', body, timestamp);
     const captured = { ...genuine, target: eventDefinition('fx.result').path };
 
@@ -260,10 +360,20 @@ describe('a legacy signature re-typed on another notify path', () => {
 
     const kept = (await s.quarantined()).filter((q) => q.reason === 'signature_reused');
     expect(kept).toHaveLength(1);
-    expect(kept[0]).toMatchObject({ eventType: 'payment.result', environment: 'production', eventId: eventIdFor('payment.result', 'production', body) });
+    expect(kept[0]).toMatchObject({
+      eventType: 'payment.result',
+      environment: 'production',
+      eventId: eventIdFor('payment.result', 'production', body),
+    });
     expect(kept[0]!.errors.join(' ')).toMatch(/fx\.result.*payment\.result/);
     expect(s.h.logs.find((l) => l.level === 'warn' && l.reason === 'signature_reused')).toBeDefined();
-    expect(await counterValue(s.h.metrics.notifications, { event_type: 'payment.result', outcome: 'quarantined', reason: 'signature_reused' })).toBe(1);
+    expect(
+      await counterValue(s.h.metrics.notifications, {
+        event_type: 'payment.result',
+        outcome: 'quarantined',
+        reason: 'signature_reused',
+      }),
+    ).toBe(1);
 
     // The platform's retry of the genuine one is answered 200 again and kept once.
     await s.send(genuine).expect(200);
@@ -285,17 +395,26 @@ describe('operator corrections', () => {
   describe('off (the default)', () => {
     let s: Service;
     beforeAll(() => {
-      s = new Service({ environments: { production: { publicKeys: [production.publicKeyBase64] } } }, { ROLE: 'receiver' });
+      s = new Service(
+        { environments: { production: { publicKeys: [production.publicKeyBase64] } } },
+        { ROLE: 'receiver' },
+      );
     });
     afterAll(() => s.close());
 
     it('when an operator replays with a corrected body, then the API answers 403 corrections_disabled and the CLI refuses; the notification stays', async () => {
       const { id } = await quarantineOne(s);
-      const res = await request(s.admin).post('/admin/api/quarantine/replay').set(auth).send({ ids: [id], body: corrected }).expect(403);
+      const res = await request(s.admin)
+        .post('/admin/api/quarantine/replay')
+        .set(auth)
+        .send({ ids: [id], body: corrected })
+        .expect(403);
       expect(res.body.error).toBe('corrections_disabled');
       const file = path.join(tempDir('correction'), 'body.json');
       writeFileSync(file, corrected);
-      await expect(runCli(['quarantine', 'replay', id, '--body', file], { env: s.cliEnv(), out: () => undefined })).rejects.toThrow(/corrected body is turned off/);
+      await expect(
+        runCli(['quarantine', 'replay', id, '--body', file], { env: s.cliEnv(), out: () => undefined }),
+      ).rejects.toThrow(/corrected body is turned off/);
       expect((await s.quarantined()).map((q) => q.id)).toEqual([id]);
       expect(s.adminLogs.find((l) => l.action === 'quarantine.replay' && typeof l.refused === 'string')).toBeDefined();
     });
@@ -326,7 +445,11 @@ describe('operator corrections', () => {
 
     it('when an operator replays with a corrected body, then the audit line has both hashes and every forwarded request says corrected', async () => {
       const { id, original } = await quarantineOne(s);
-      const res = await request(s.admin).post('/admin/api/quarantine/replay').set(auth).send({ ids: [id], body: corrected }).expect(200);
+      const res = await request(s.admin)
+        .post('/admin/api/quarantine/replay')
+        .set(auth)
+        .send({ ids: [id], body: corrected })
+        .expect(200);
       const [result] = res.body.results;
       expect(result.outcome).toBe('queued');
 
@@ -350,7 +473,13 @@ describe('operator corrections', () => {
 describe('configuration of environments', () => {
   it('refuses a key listed for two environments, naming both', async () => {
     const { loadEnvironments } = await import('../src/config/keys');
-    const config = { platformPublicKeys: [], environments: { production: { publicKeys: [production.publicKeyBase64] }, sandbox: { publicKeys: [production.publicKeyBase64] } } };
+    const config = {
+      platformPublicKeys: [],
+      environments: {
+        production: { publicKeys: [production.publicKeyBase64] },
+        sandbox: { publicKeys: [production.publicKeyBase64] },
+      },
+    };
     expect(() => loadEnvironments(config)).toThrow(/same key is listed for environment production/);
   });
 
@@ -359,23 +488,44 @@ describe('configuration of environments', () => {
     writeFileSync(file, stringify(settings));
     return loadConfigDetailed({ CONFIG_FILE: file, ...env });
   };
-  const two = { production: { publicKeys: [production.publicKeyBase64] }, sandbox: { publicKeys: [sandbox.publicKeyBase64] } };
+  const two = {
+    production: { publicKeys: [production.publicKeyBase64] },
+    sandbox: { publicKeys: [sandbox.publicKeyBase64] },
+  };
 
   it('with several environments, a target that names none takes production only, and loading says which targets those are', () => {
-    const loaded = load({ environments: two, targets: [{ name: 'erp', url: 'http://127.0.0.1:9/x', events: ['*'] }, { name: 'sb', url: 'http://127.0.0.1:9/y', events: ['*'], environments: ['sandbox'] }] });
+    const loaded = load({
+      environments: two,
+      targets: [
+        { name: 'erp', url: 'http://127.0.0.1:9/x', events: ['*'] },
+        { name: 'sb', url: 'http://127.0.0.1:9/y', events: ['*'], environments: ['sandbox'] },
+      ],
+    });
     expect(loaded.config.targets.map((t) => t.environments)).toEqual([['production'], ['sandbox']]);
     expect(loaded.warnings.join('\n')).toMatch(/targets erp name no environments/);
   });
 
   it('with one environment, a target that names none takes it, whatever its name', () => {
-    const loaded = load({ environments: { eu: two.production }, targets: [{ name: 'erp', url: 'http://127.0.0.1:9/x', events: ['*'] }] });
+    const loaded = load({
+      environments: { eu: two.production },
+      targets: [{ name: 'erp', url: 'http://127.0.0.1:9/x', events: ['*'] }],
+    });
     expect(loaded.config.targets[0]!.environments).toEqual(['eu']);
     expect(loaded.warnings).toEqual([]);
   });
 
   it('refuses a target naming an unknown environment, flat keys beside environments, and an accept rule with an unknown operator', () => {
-    expect(() => load({ environments: two, targets: [{ name: 'erp', url: 'http://127.0.0.1:9/x', events: ['*'], environments: ['staging'] }] })).toThrow(/no environment named "staging"/);
-    expect(() => load({ environments: two }, { PLATFORM_PUBLIC_KEYS: production.publicKeyBase64 })).toThrow(/shorthand for one environment named production/);
-    expect(() => load({ environments: { production: { ...two.production, accept: { 'data.merchant_no': { $inn: ['M1'] } } } } })).toThrow(/environment "production".*\$inn/);
+    expect(() =>
+      load({
+        environments: two,
+        targets: [{ name: 'erp', url: 'http://127.0.0.1:9/x', events: ['*'], environments: ['staging'] }],
+      }),
+    ).toThrow(/no environment named "staging"/);
+    expect(() => load({ environments: two }, { PLATFORM_PUBLIC_KEYS: production.publicKeyBase64 })).toThrow(
+      /shorthand for one environment named production/,
+    );
+    expect(() =>
+      load({ environments: { production: { ...two.production, accept: { 'data.merchant_no': { $inn: ['M1'] } } } } }),
+    ).toThrow(/environment "production".*\$inn/);
   });
 });

@@ -29,7 +29,8 @@ afterAll(async () => {
   await ledger?.close();
 });
 
-const bodyOf = (requestId: string) => JSON.stringify({ type: 'MERCH', data: { request_id: requestId, status: 'SUCCESS', amount: '3.00' } });
+const bodyOf = (requestId: string) =>
+  JSON.stringify({ type: 'MERCH', data: { request_id: requestId, status: 'SUCCESS', amount: '3.00' } });
 
 /** Sends a first notification and returns its event id, as the target received it. */
 async function sendFirst(n: ReturnType<FakePlatform['signed']>): Promise<string> {
@@ -39,7 +40,10 @@ async function sendFirst(n: ReturnType<FakePlatform['signed']>): Promise<string>
   return String(ledger.successes().at(-1)!.headers['webhook-id']);
 }
 
-const eventView = async (eventId: string) => (await request(f.admin).get(`/admin/api/events/${eventId}`).set(bearer).expect(200)).body as { copies?: { duplicates: number; replays: number; lastAt?: string } };
+const eventView = async (eventId: string) =>
+  (await request(f.admin).get(`/admin/api/events/${eventId}`).set(bearer).expect(200)).body as {
+    copies?: { duplicates: number; replays: number; lastAt?: string };
+  };
 const outcomes = (outcome: string) => counterValue(f.metrics.notifications, { event_type: 'payment.result', outcome });
 
 describe('copies of a notification after the first, counted on its event', () => {
@@ -60,12 +64,19 @@ describe('copies of a notification after the first, counted on its event', () =>
     expect(await outcomes('replay')).toBe(replaysBefore + 1);
 
     const view = await eventView(eventId);
-    expect(view.copies).toEqual({ duplicates: 2, replays: 1, lastAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/) });
+    expect(view.copies).toEqual({
+      duplicates: 2,
+      replays: 1,
+      lastAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+    });
     const lastAt = Date.parse(view.copies!.lastAt!);
     expect(lastAt).toBeGreaterThanOrEqual(before - 1000); // Redis's clock, on this machine
     expect(lastAt).toBeLessThanOrEqual(Date.now() + 1000);
 
-    const page = await request(f.admin).get(`/admin/console/events/${eventId}`).auth(OPERATOR.username, OPERATOR.password).expect(200);
+    const page = await request(f.admin)
+      .get(`/admin/console/events/${eventId}`)
+      .auth(OPERATOR.username, OPERATOR.password)
+      .expect(200);
     expect(page.text).toContain('<dt>Copies after the first</dt>');
     expect(page.text).toContain('2 duplicates, 1 replay refused');
     expect(page.text).toContain(`the last at <time datetime="${view.copies!.lastAt}">`);
@@ -75,7 +86,7 @@ describe('copies of a notification after the first, counted on its event', () =>
     expect(ledger.successes().filter((r) => r.headers['webhook-id'] === eventId)).toHaveLength(1);
   });
 
-  it('the copies hash expires with the event\'s de-duplication record', async () => {
+  it("the copies hash expires with the event's de-duplication record", async () => {
     const body = bodyOf('PAY-COPIES-TTL');
     const eventId = await sendFirst(platform.signed('payment.result', { body }));
     await platform.send(f.receiver.app, platform.signed('payment.result', { body })).expect(200);
@@ -87,7 +98,7 @@ describe('copies of a notification after the first, counted on its event', () =>
     expect(copies).toBeLessThanOrEqual(record);
   });
 
-  it('a replay of a duplicate\'s nonce is counted too: the duplicate bound its nonce to the same event', async () => {
+  it("a replay of a duplicate's nonce is counted too: the duplicate bound its nonce to the same event", async () => {
     const body = bodyOf('PAY-COPIES-DUP-NONCE');
     const eventId = await sendFirst(platform.signed('payment.result', { body }));
     const duplicate = platform.signed('payment.result', { body });
@@ -115,7 +126,14 @@ describe('copies of a notification after the first, counted on its event', () =>
     const timestamp = Date.now();
     // The legacy scheme's signed string takes its timestamp from the body too.
     const body = Buffer.from(sampleBody('payment.result', { timestamp }));
-    const n = { target: '/api/v2/merch/pay/notify', body, headers: { 'content-type': 'application/json', ...signLegacy(platform.keys.privateKeyPem, MERCHANT_ID, timestamp, body) } };
+    const n = {
+      target: '/api/v2/merch/pay/notify',
+      body,
+      headers: {
+        'content-type': 'application/json',
+        ...signLegacy(platform.keys.privateKeyPem, MERCHANT_ID, timestamp, body),
+      },
+    };
     const eventId = await sendFirst(n);
     await platform.send(f.receiver.app, n).expect(200);
     expect((await eventView(eventId)).copies).toMatchObject({ duplicates: 0, replays: 1 });

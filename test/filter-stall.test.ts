@@ -21,15 +21,37 @@ let target: TargetServer;
 beforeAll(async () => {
   target = await TargetServer.start();
   const file = path.join(tempDir('stall'), 'config.yaml');
-  writeFileSync(file, stringify({ targets: [{ name: 'named', url: target.url, events: ['remittance.incoming'], filter: { 'data.payer_name': { $regex: HOSTILE } } }] }));
-  service = await ServiceProcess.startQuiet({ REDIS_URL: testRedisUrl(), QUEUE_PREFIX: uniquePrefix(), PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64, CONFIG_FILE: file, ADMIN_TOKEN: TOKEN });
+  writeFileSync(
+    file,
+    stringify({
+      targets: [
+        {
+          name: 'named',
+          url: target.url,
+          events: ['remittance.incoming'],
+          filter: { 'data.payer_name': { $regex: HOSTILE } },
+        },
+      ],
+    }),
+  );
+  service = await ServiceProcess.startQuiet({
+    REDIS_URL: testRedisUrl(),
+    QUEUE_PREFIX: uniquePrefix(),
+    PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64,
+    CONFIG_FILE: file,
+    ADMIN_TOKEN: TOKEN,
+  });
 });
 afterAll(async () => {
   await service?.kill('SIGKILL');
   await target?.close();
 });
 
-const remittance = (payerName: string) => JSON.stringify({ type: 'INCOMING_REMITTANCE', data: { request_id: `R-${payerName.length}-${Math.random()}`, payer_name: payerName } });
+const remittance = (payerName: string) =>
+  JSON.stringify({
+    type: 'INCOMING_REMITTANCE',
+    data: { request_id: `R-${payerName.length}-${Math.random()}`, payer_name: payerName },
+  });
 
 async function timedHealth(url: string, headers: Record<string, string> = {}): Promise<number> {
   const started = performance.now();
@@ -39,7 +61,7 @@ async function timedHealth(url: string, headers: Record<string, string> = {}): P
   return performance.now() - started;
 }
 
-it('when signed remittances carry a 40-character and a 260,000-character hostile payer name under the catastrophic $regex filter, then both ports\' /healthz answer within 100 ms throughout, the name is filtered out, and a matching name is delivered', async () => {
+it("when signed remittances carry a 40-character and a 260,000-character hostile payer name under the catastrophic $regex filter, then both ports' /healthz answer within 100 ms throughout, the name is filtered out, and a matching name is delivered", async () => {
   const hostileBody = remittance(`${'Ab'.repeat(20).slice(0, 39)}!`);
   const hostileId = eventIdFor('remittance.incoming', 'production', Buffer.from(hostileBody));
   const goodBody = remittance('Ada Lovelace');
@@ -68,7 +90,9 @@ it('when signed remittances carry a 40-character and a 260,000-character hostile
   await target.waitFor(() => target.successes().length === 1);
 
   // The event view says the filter left the hostile one out.
-  const view = await fetch(`http://127.0.0.1:${service.adminPort}/admin/api/events/${hostileId}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+  const view = await fetch(`http://127.0.0.1:${service.adminPort}/admin/api/events/${hostileId}`, {
+    headers: { authorization: `Bearer ${TOKEN}` },
+  });
   expect(view.status).toBe(200);
   expect((await view.json()) as unknown).toMatchObject({ deliveries: [{ target: 'named', state: 'filtered' }] });
   await new Promise((r) => setTimeout(r, 300));
@@ -78,7 +102,9 @@ it('when signed remittances carry a 40-character and a 260,000-character hostile
   expect(target.requests).toHaveLength(1);
   expect(target.requests[0]!.body.toString()).toContain('"payer_name":"Ada Lovelace"');
   const sorted = [...latencies].sort((a, b) => a - b);
-  console.log(`/healthz while the hostile names were filtered: ${latencies.length} answers, median ${sorted[Math.floor(sorted.length / 2)]!.toFixed(1)} ms, max ${sorted.at(-1)!.toFixed(1)} ms`);
+  console.log(
+    `/healthz while the hostile names were filtered: ${latencies.length} answers, median ${sorted[Math.floor(sorted.length / 2)]!.toFixed(1)} ms, max ${sorted.at(-1)!.toFixed(1)} ms`,
+  );
   expect(latencies.length).toBeGreaterThan(20);
   expect(Math.max(...latencies)).toBeLessThan(100);
 });

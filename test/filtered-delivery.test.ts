@@ -22,11 +22,22 @@ let fxSub42: TargetServer;
 let targets: Record<string, unknown>[];
 
 beforeAll(async () => {
-  [usdEur, sub42, everything, fxSub42] = await Promise.all([TargetServer.start(), TargetServer.start(), TargetServer.start(), TargetServer.start()]);
+  [usdEur, sub42, everything, fxSub42] = await Promise.all([
+    TargetServer.start(),
+    TargetServer.start(),
+    TargetServer.start(),
+    TargetServer.start(),
+  ]);
   // The harness's short timeouts written out, so a configuration file with these targets equals the running one.
   const quick = { timeoutMs: 2000, maxAttempts: 3, backoff: { initialMs: 50, maxMs: 200 } };
   targets = [
-    { name: 'usd-eur', url: usdEur.url, events: ['payment.result'], filter: { 'data.currency': { $in: ['USD', 'EUR'] } }, ...quick },
+    {
+      name: 'usd-eur',
+      url: usdEur.url,
+      events: ['payment.result'],
+      filter: { 'data.currency': { $in: ['USD', 'EUR'] } },
+      ...quick,
+    },
     { name: 'sub-42', url: sub42.url, events: ['payment.result'], filter: { merchantId: 'SUB-42' }, ...quick },
     { name: 'everything', url: everything.url, events: ['payment.result'], ...quick },
     { name: 'fx-sub-42', url: fxSub42.url, events: ['fx.result'], filter: { merchantId: 'SUB-42' }, ...quick },
@@ -40,16 +51,24 @@ afterAll(async () => {
 
 let sent = 0;
 /** Sends a notification (with X-Merch-Id when given) and returns its event id, which targets see as webhook-id. */
-async function notify(type: 'payment.result' | 'fx.result', data: Record<string, unknown>, merchantId?: string): Promise<string> {
-  const n = platform.signed(type, { body: JSON.stringify({ type: 'PAY', data: { request_id: `FILTER-${++sent}`, ...data } }) });
+async function notify(
+  type: 'payment.result' | 'fx.result',
+  data: Record<string, unknown>,
+  merchantId?: string,
+): Promise<string> {
+  const n = platform.signed(type, {
+    body: JSON.stringify({ type: 'PAY', data: { request_id: `FILTER-${++sent}`, ...data } }),
+  });
   if (merchantId) n.headers['x-merch-id'] = merchantId;
   await platform.send(f.receiver.app, n).expect(200);
   return eventIdFor(type, 'production', n.body);
 }
 
 const idsAt = (t: TargetServer) => t.requests.map((r) => String(r.headers['webhook-id']));
-const eventView = (id: string) => request(f.admin).get(`/admin/api/events/${id}`).set('authorization', `Bearer ${ADMIN_TEST_TOKEN}`).expect(200);
-const stateOf = (view: { deliveries: { target: string; state: string }[] }, target: string) => view.deliveries.find((d) => d.target === target)?.state;
+const eventView = (id: string) =>
+  request(f.admin).get(`/admin/api/events/${id}`).set('authorization', `Bearer ${ADMIN_TEST_TOKEN}`).expect(200);
+const stateOf = (view: { deliveries: { target: string; state: string }[] }, target: string) =>
+  view.deliveries.find((d) => d.target === target)?.state;
 
 describe('a target with a filter', () => {
   let usd: string;
@@ -63,7 +82,14 @@ describe('a target with a filter', () => {
     await everything.waitFor(() => everything.successes().length === 3, 20000);
     // The receiver wrote every delivery job when it accepted the notification: let them all finish.
     const queues = f.pipeline.deliveryQueues().map(([, q]) => q);
-    await waitUntil(async () => (await Promise.all(queues.map((q) => q.getJobCountByTypes('waiting', 'active', 'delayed')))).every((n) => n === 0), 10000, 'deliveries settled');
+    await waitUntil(
+      async () =>
+        (await Promise.all(queues.map((q) => q.getJobCountByTypes('waiting', 'active', 'delayed')))).every(
+          (n) => n === 0,
+        ),
+      10000,
+      'deliveries settled',
+    );
     await new Promise((r) => setTimeout(r, 300)); // room for a wrong late delivery to show up
   });
 
@@ -82,7 +108,14 @@ describe('a target with a filter', () => {
     expect(stateOf(view, 'usd-eur')).toBe('filtered');
     expect(stateOf(view, 'sub-42')).toBe('completed');
     expect(stateOf(view, 'everything')).toBe('completed');
-    expect(view.deliveries.find((d: { target: string }) => d.target === 'usd-eur')).toEqual({ target: 'usd-eur', state: 'filtered', attemptsMade: 0, failedAttempts: [], attempts: [], series: [] });
+    expect(view.deliveries.find((d: { target: string }) => d.target === 'usd-eur')).toEqual({
+      target: 'usd-eur',
+      state: 'filtered',
+      attemptsMade: 0,
+      failedAttempts: [],
+      attempts: [],
+      series: [],
+    });
     expect(stateOf((await eventView(usd)).body, 'sub-42')).toBe('filtered');
     expect(stateOf((await eventView(usd)).body, 'fx-sub-42')).toBeUndefined(); // not subscribed to payment.result: not a delivery at all
 
@@ -102,10 +135,18 @@ describe('a target with a filter', () => {
   });
 
   it('a resend goes to the targets whose filter matches, and reports the others as filtered, even when named', async () => {
-    const res = await request(f.admin).post(`/admin/api/events/${gbpSub42}/resend`).set('authorization', `Bearer ${ADMIN_TEST_TOKEN}`).send({}).expect(200);
+    const res = await request(f.admin)
+      .post(`/admin/api/events/${gbpSub42}/resend`)
+      .set('authorization', `Bearer ${ADMIN_TEST_TOKEN}`)
+      .send({})
+      .expect(200);
     expect(res.body).toEqual({
       eventId: gbpSub42,
-      targets: [{ target: 'sub-42', outcome: 'resent' }, { target: 'everything', outcome: 'resent' }, { target: 'usd-eur', outcome: 'filtered' }],
+      targets: [
+        { target: 'sub-42', outcome: 'resent' },
+        { target: 'everything', outcome: 'resent' },
+        { target: 'usd-eur', outcome: 'filtered' },
+      ],
     });
     await sub42.waitFor(() => idsAt(sub42).filter((id) => id === gbpSub42).length === 2, 20000);
 
@@ -113,7 +154,13 @@ describe('a target with a filter', () => {
     const file = path.join(tempDir('filter-cli'), 'config.yaml');
     writeFileSync(file, stringify({ targets }));
     const env = { CONFIG_FILE: file, REDIS_URL: f.config.redisUrl, QUEUE_PREFIX: f.config.queuePrefix };
-    expect(await runCli(['event', 'resend', gbpSub42, '--target', 'usd-eur'], { env, out: (l) => lines.push(l), log: new PassThrough() })).toBe(1);
+    expect(
+      await runCli(['event', 'resend', gbpSub42, '--target', 'usd-eur'], {
+        env,
+        out: (l) => lines.push(l),
+        log: new PassThrough(),
+      }),
+    ).toBe(1);
     expect(lines).toEqual([`filtered     usd-eur/${gbpSub42}`]);
     await new Promise((r) => setTimeout(r, 300));
     expect(idsAt(usdEur)).not.toContain(gbpSub42);
@@ -132,7 +179,9 @@ describe('an event every subscribed target filtered out', () => {
     expect(f.logs.find((l) => l.message === 'event kept: no target subscribes to its type')).toBeUndefined();
     const view = (await eventView(id)).body;
     expect(view.state).toBe('completed');
-    expect(view.deliveries).toEqual([{ target: 'fx-sub-42', state: 'filtered', attemptsMade: 0, failedAttempts: [], attempts: [], series: [] }]);
+    expect(view.deliveries).toEqual([
+      { target: 'fx-sub-42', state: 'filtered', attemptsMade: 0, failedAttempts: [], attempts: [], series: [] },
+    ]);
     expect(fxSub42.requests).toHaveLength(0);
   });
 });
@@ -140,15 +189,33 @@ describe('an event every subscribed target filtered out', () => {
 describe('reloading a filter', () => {
   it('an invalid filter is refused naming the target and the key, and the running filter stays; a valid one applies to events fanned out afterwards', async () => {
     const file = path.join(tempDir('filter-reload'), 'config.yaml');
-    const env = { CONFIG_FILE: file, REDIS_URL: f.config.redisUrl, QUEUE_PREFIX: f.config.queuePrefix, PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64 };
-    const reloader = createReloader({ env, config: f.config, pipeline: f.pipeline, workers: f.workers, logger: createLogger('info', f.logs.stream) });
+    const env = {
+      CONFIG_FILE: file,
+      REDIS_URL: f.config.redisUrl,
+      QUEUE_PREFIX: f.config.queuePrefix,
+      PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64,
+    };
+    const reloader = createReloader({
+      env,
+      config: f.config,
+      pipeline: f.pipeline,
+      workers: f.workers,
+      logger: createLogger('info', f.logs.stream),
+    });
     const withFilter = (filter: unknown) => targets.map((t) => (t.name === 'usd-eur' ? { ...t, filter } : t));
 
     writeFileSync(file, stringify({ targets: withFilter({ 'data.currency': { $nin: 'GBP' } }) }));
-    const refused = await reloader.reload({ principal: 'test' }).then(() => undefined, (err: unknown) => err);
+    const refused = await reloader.reload({ principal: 'test' }).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
     expect(refused).toBeInstanceOf(ReloadRefusedError);
-    expect((refused as ReloadRefusedError).problems).toEqual([`targets.0.filter: target "usd-eur": "data.currency": $nin takes a list of values (in ${file})`]);
-    expect(f.logs.find((l) => l.action === 'config.reload' && l.refused === true)).toMatchObject({ problems: (refused as ReloadRefusedError).problems });
+    expect((refused as ReloadRefusedError).problems).toEqual([
+      `targets.0.filter: target "usd-eur": "data.currency": $nin takes a list of values (in ${file})`,
+    ]);
+    expect(f.logs.find((l) => l.action === 'config.reload' && l.refused === true)).toMatchObject({
+      problems: (refused as ReloadRefusedError).problems,
+    });
 
     const before = usdEur.requests.length;
     const usdAfterRefusal = await notify('payment.result', { currency: 'USD' });

@@ -44,7 +44,12 @@ describe('fan-out', () => {
     expect(ledger.requests).toHaveLength(1);
     expect(crm.requests).toHaveLength(1);
     const [dead] = await f.deadLetters.list({ target: 'broken' });
-    expect(dead).toMatchObject({ target: 'broken', eventType: 'payment.result', attempts: 3, lastFailure: { status: 500, attempt: 3, responseExcerpt: 'database is down' } });
+    expect(dead).toMatchObject({
+      target: 'broken',
+      eventType: 'payment.result',
+      attempts: 3,
+      lastFailure: { status: 500, attempt: 3, responseExcerpt: 'database is down' },
+    });
     expect(JSON.parse(ledger.requests[0]!.body.toString()).data).toEqual(JSON.parse(n.body.toString()));
     expect(f.logs.find((l) => l.message === 'delivery dead-lettered' && l.target === 'broken')).toBeDefined();
     await new Promise((r) => setTimeout(r, 300)); // no late second delivery to the healthy ones
@@ -118,20 +123,27 @@ describe('retries', () => {
     await notify();
     await slow.waitFor(() => slow.successes().length === 1, 5000);
     expect(slow.requests).toHaveLength(2);
-    expect(f.logs.find((l) => l.message === 'delivery attempt failed; will retry' && /timeout/.test(String(l.error)))).toBeDefined();
+    expect(
+      f.logs.find((l) => l.message === 'delivery attempt failed; will retry' && /timeout/.test(String(l.error))),
+    ).toBeDefined();
   });
 });
 
 describe('the forwarded request', () => {
   it('standard: the body is {id, type, timestamp, data} and webhook-signature verifies with the standardwebhooks package', async () => {
     const ledger = await target();
-    f = buildForwarding(platform, [{ name: 'ledger', url: ledger.url, secret: SECRET, headers: { authorization: 'Bearer internal-token' } }]);
+    f = buildForwarding(platform, [
+      { name: 'ledger', url: ledger.url, secret: SECRET, headers: { authorization: 'Bearer internal-token' } },
+    ]);
     const body = '{"type":"MERCH","data":{"amount":1.10,"new_field":[1,2]}}';
     await notify('payment.result', body);
     await ledger.waitFor(() => ledger.requests.length === 1);
     const req = ledger.requests[0]!;
 
-    const verified = new Webhook(SECRET).verify(req.body, req.headers as Record<string, string>) as Record<string, unknown>;
+    const verified = new Webhook(SECRET).verify(req.body, req.headers as Record<string, string>) as Record<
+      string,
+      unknown
+    >;
     expect(verified).toMatchObject({ id: req.headers['webhook-id'], type: 'payment.result' });
     expect(req.body.toString()).toContain(`"data":${body}}`); // spliced as received: 1.10 stays 1.10
     expect(req.headers.authorization).toBe('Bearer internal-token');
@@ -146,11 +158,19 @@ describe('the forwarded request', () => {
     const req = ledger.requests[0]!;
     const headers = req.headers as Record<string, string>;
 
-    expect(headers['webhook-signature']!.split(' ')).toEqual([expect.stringMatching(/^v1,/), expect.stringMatching(/^v1,/)]);
+    expect(headers['webhook-signature']!.split(' ')).toEqual([
+      expect.stringMatching(/^v1,/),
+      expect.stringMatching(/^v1,/),
+    ]);
     for (const secret of [NEW_SECRET, SECRET]) {
-      expect(new Webhook(secret).verify(req.body, headers)).toMatchObject({ id: headers['webhook-id'], type: 'payment.result' });
+      expect(new Webhook(secret).verify(req.body, headers)).toMatchObject({
+        id: headers['webhook-id'],
+        type: 'payment.result',
+      });
     }
-    expect(() => new Webhook('whsec_c29tZSBvdGhlciBzZWNyZXQgbm90IGNvbmZpZ3VyZWQ=').verify(req.body, headers)).toThrow(/No matching signature/);
+    expect(() => new Webhook('whsec_c29tZSBvdGhlciBzZWNyZXQgbm90IGNvbmZpZ3VyZWQ=').verify(req.body, headers)).toThrow(
+      /No matching signature/,
+    );
   });
 
   it('passthrough: the original bytes and the platform signature headers arrive unchanged', async () => {
@@ -174,7 +194,10 @@ describe('the forwarded request', () => {
     await verifier.waitFor(() => verifier.requests.length === 1);
     const req = verifier.requests[0]!;
     expect(req.body.equals(n.body)).toBe(true);
-    expect(new Webhook(SECRET).verify(req.body, req.headers as Record<string, string>)).toEqual({ type: 'MERCH', data: { x: 1 } });
+    expect(new Webhook(SECRET).verify(req.body, req.headers as Record<string, string>)).toEqual({
+      type: 'MERCH',
+      data: { x: 1 },
+    });
   });
 });
 

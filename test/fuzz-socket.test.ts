@@ -23,22 +23,52 @@ const REFUSALS = new Set([400, 401, 403, 404, 405, 408, 413, 417, 431]);
  * pause between them), or partially (a slow or quick prefix of it, never finished, so the server must
  * time it out with a 408 rather than wait, crash or let it through).
  */
-type Sending = { how: 'at-once' } | { how: 'slow'; pieces: number; delayMs: number } | { how: 'partial'; keep: number; pieces: number; delayMs: number };
+type Sending =
+  | { how: 'at-once' }
+  | { how: 'slow'; pieces: number; delayMs: number }
+  | { how: 'partial'; keep: number; pieces: number; delayMs: number };
 const sendingArb: fc.Arbitrary<Sending> = fc.oneof(
   { arbitrary: fc.constant({ how: 'at-once' as const }), weight: 2 },
-  { arbitrary: fc.record({ how: fc.constant('slow' as const), pieces: fc.integer({ min: 2, max: 8 }), delayMs: fc.integer({ min: 20, max: 250 }) }), weight: 1 },
-  { arbitrary: fc.record({ how: fc.constant('partial' as const), keep: fc.double({ min: 0.02, max: 0.98, noNaN: true }), pieces: fc.integer({ min: 1, max: 4 }), delayMs: fc.integer({ min: 0, max: 150 }) }), weight: 1 },
+  {
+    arbitrary: fc.record({
+      how: fc.constant('slow' as const),
+      pieces: fc.integer({ min: 2, max: 8 }),
+      delayMs: fc.integer({ min: 20, max: 250 }),
+    }),
+    weight: 1,
+  },
+  {
+    arbitrary: fc.record({
+      how: fc.constant('partial' as const),
+      keep: fc.double({ min: 0.02, max: 0.98, noNaN: true }),
+      pieces: fc.integer({ min: 1, max: 4 }),
+      delayMs: fc.integer({ min: 0, max: 150 }),
+    }),
+    weight: 1,
+  },
 );
 
 function sendMutant(m: Mutant, sending: Sending): Promise<Exchange> {
   const common = { headRequests: m.head ? 1 : 0, settleMs: 100, timeoutMs: 30_000 };
-  if (sending.how === 'at-once') return exchange(live.port, m.bytes, { ...common, pieces: splitInto(m.bytes, m.pieces) });
-  const bytes = sending.how === 'partial' ? m.bytes.subarray(0, Math.max(1, Math.min(m.bytes.length - 1, Math.floor(m.bytes.length * sending.keep)))) : m.bytes;
-  return exchange(live.port, bytes, { ...common, pieces: splitInto(bytes, sending.pieces), pieceDelayMs: sending.delayMs });
+  if (sending.how === 'at-once')
+    return exchange(live.port, m.bytes, { ...common, pieces: splitInto(m.bytes, m.pieces) });
+  const bytes =
+    sending.how === 'partial'
+      ? m.bytes.subarray(0, Math.max(1, Math.min(m.bytes.length - 1, Math.floor(m.bytes.length * sending.keep))))
+      : m.bytes;
+  return exchange(live.port, bytes, {
+    ...common,
+    pieces: splitInto(bytes, sending.pieces),
+    pieceDelayMs: sending.delayMs,
+  });
 }
 
 function describeSending(s: Sending): string {
-  return s.how === 'at-once' ? 'at once' : s.how === 'slow' ? `slowly, ${s.pieces} writes ${s.delayMs} ms apart` : `partially (${(s.keep * 100).toFixed(0)}%), ${s.pieces} writes ${s.delayMs} ms apart`;
+  return s.how === 'at-once'
+    ? 'at once'
+    : s.how === 'slow'
+      ? `slowly, ${s.pieces} writes ${s.delayMs} ms apart`
+      : `partially (${(s.keep * 100).toFixed(0)}%), ${s.pieces} writes ${s.delayMs} ms apart`;
 }
 
 const platform = new FakePlatform();
@@ -55,14 +85,25 @@ beforeAll(async () => {
     platformPublicKeys: [],
     // Two environments, as a merchant with sandbox and production runs it: every mutant is judged
     // against both environments' keys.
-    environments: { production: { publicKeys: [platform.keys.publicKeyBase64] }, sandbox: { publicKeys: [sandbox.keys.publicKeyBase64] } },
+    environments: {
+      production: { publicKeys: [platform.keys.publicKeyBase64] },
+      sandbox: { publicKeys: [sandbox.keys.publicKeyBase64] },
+    },
     // Short server timeouts so requests that never complete are answered 408 within the run.
     http: { headersTimeoutMs: 1000, requestTimeoutMs: 1500, keepAliveTimeoutMs: 300 },
     // The CONCURRENCY connections all come from 127.0.0.1: one source's share lifted for them.
     maxConnectionsPerSource: 10_000,
-    targets: [targetSchema.parse({ name: 'sink', url: target.url, events: ['*'], backoff: { initialMs: 50, maxMs: 200 } })],
+    targets: [
+      targetSchema.parse({ name: 'sink', url: target.url, events: ['*'], backoff: { initialMs: 50, maxMs: 200 } }),
+    ],
   }));
-  workers = startWorkers(live.config, live.pipeline, createLogger('warn', new LogCapture().stream), live.metrics, createRedisConnector(live.config));
+  workers = startWorkers(
+    live.config,
+    live.pipeline,
+    createLogger('warn', new LogCapture().stream),
+    live.metrics,
+    createRedisConnector(live.config),
+  );
   const n = platform.signed('payment.result', { query: '?merchant=M1&note=a%20b' });
   base = {
     method: 'POST',
@@ -93,11 +134,15 @@ async function inPool<T, R>(items: T[], size: number, run: (item: T) => Promise<
 
 /** What is wrong with the server's handling of one mutant, if anything. */
 function problemsOf(m: Mutant, ex: Exchange): string[] {
-  if (ex.responses.length === 0) return [ex.closedByServer ? `dropped without an answer (${ex.error ?? 'closed'})` : 'no answer before the client gave up'];
+  if (ex.responses.length === 0)
+    return [
+      ex.closedByServer ? `dropped without an answer (${ex.error ?? 'closed'})` : 'no answer before the client gave up',
+    ];
   const problems: string[] = [];
   ex.responses.forEach((r, i) => {
     if (!REFUSALS.has(r.status)) problems.push(`answered ${r.status}`);
-    if (r.headers['x-content-type-options'] !== 'nosniff') problems.push(`answer ${r.status} without the security headers`);
+    if (r.headers['x-content-type-options'] !== 'nosniff')
+      problems.push(`answer ${r.status} without the security headers`);
     if (m.head && i === 0) return;
     let retCode: unknown;
     try {
@@ -106,19 +151,28 @@ function problemsOf(m: Mutant, ex: Exchange): string[] {
       retCode = undefined;
     }
     const expected = r.status === 200 ? '000000' : String(r.status);
-    if (typeof retCode !== 'string' || !retCode.startsWith(expected)) problems.push(`answer ${r.status} without its envelope`);
+    if (typeof retCode !== 'string' || !retCode.startsWith(expected))
+      problems.push(`answer ${r.status} without its envelope`);
   });
   return problems;
 }
 
 function show(bytes: Buffer): string {
-  return JSON.stringify(bytes.subarray(0, 240).toString('latin1')) + (bytes.length > 240 ? ` …(${bytes.length} bytes)` : '');
+  return (
+    JSON.stringify(bytes.subarray(0, 240).toString('latin1')) + (bytes.length > 240 ? ` …(${bytes.length} bytes)` : '')
+  );
 }
 
 describe('the running service under mutated requests on raw sockets', () => {
   it(`when ${RUNS} mutations of a signed notification arrive, at once, slowly or partially, then each is answered 4xx with the envelope, none is queued and none forwarded, and the genuine request still gets through`, async () => {
     console.log(`fuzz-socket: seed ${SEED} (FUZZ_SEED=${SEED} npx jest test/fuzz-socket.test.ts replays this run)`);
-    const ctx = { base, signedHeaders: ['x-svc-timestamp', 'x-svc-nonce', 'x-svc-sign'], checkedHeaders: ['x-svc-sign-alg'], signHeader: 'x-svc-sign', bodyLimitBytes: live.config.bodyLimitBytes };
+    const ctx = {
+      base,
+      signedHeaders: ['x-svc-timestamp', 'x-svc-nonce', 'x-svc-sign'],
+      checkedHeaders: ['x-svc-sign-alg'],
+      signHeader: 'x-svc-sign',
+      bodyLimitBytes: live.config.bodyLimitBytes,
+    };
     const sampled = fc.sample(fc.tuple(mutantArb(ctx), sendingArb), { seed: SEED, numRuns: RUNS });
     const mutants = sampled.map(([m]) => m);
 
@@ -126,7 +180,11 @@ describe('the running service under mutated requests on raw sockets', () => {
     const results = await inPool(sampled, CONCURRENCY, ([m, sending]) => sendMutant(m, sending));
     const tookMs = Date.now() - started;
 
-    const failures = sampled.flatMap(([m, sending], i) => problemsOf(m, results[i] as Exchange).map((p) => `#${i} ${m.kind} (${m.detail}) sent ${describeSending(sending)}: ${p}\n    sent ${show(m.bytes)}`));
+    const failures = sampled.flatMap(([m, sending], i) =>
+      problemsOf(m, results[i] as Exchange).map(
+        (p) => `#${i} ${m.kind} (${m.detail}) sent ${describeSending(sending)}: ${p}\n    sent ${show(m.bytes)}`,
+      ),
+    );
     const bySending = new Map<string, Map<number, number>>();
     sampled.forEach(([, sending], i) => {
       const statuses = bySending.get(sending.how) ?? new Map<number, number>();
@@ -143,9 +201,20 @@ describe('the running service under mutated requests on raw sockets', () => {
     });
     console.log(
       `fuzz-socket: ${RUNS} mutants in ${tookMs} ms; first answer by kind:\n` +
-        [...byKind, ...[...bySending].map(([how, s]) => [`(sent ${how})`, s] as const)].map(([kind, s]) => `  ${kind.padEnd(20)} ${[...s].sort(([a], [b]) => a - b).map(([st, n]) => `${st}×${n}`).join(' ')}`).join('\n'),
+        [...byKind, ...[...bySending].map(([how, s]) => [`(sent ${how})`, s] as const)]
+          .map(
+            ([kind, s]) =>
+              `  ${kind.padEnd(20)} ${[...s]
+                .sort(([a], [b]) => a - b)
+                .map(([st, n]) => `${st}×${n}`)
+                .join(' ')}`,
+          )
+          .join('\n'),
     );
-    if (failures.length > 0) throw new Error(`seed ${SEED}: ${failures.length} of ${RUNS} mutants mishandled (replay with FUZZ_SEED=${SEED}):\n${failures.slice(0, 15).join('\n')}`);
+    if (failures.length > 0)
+      throw new Error(
+        `seed ${SEED}: ${failures.length} of ${RUNS} mutants mishandled (replay with FUZZ_SEED=${SEED}):\n${failures.slice(0, 15).join('\n')}`,
+      );
 
     // Nothing was acknowledged, so nothing may be stored, and the workers have nothing to forward.
     await new Promise((r) => setTimeout(r, 300));
@@ -157,7 +226,11 @@ describe('the running service under mutated requests on raw sockets', () => {
     }
     for (const type of EVENT_TYPES) {
       for (const outcome of ['accepted', 'replay', 'duplicate', 'quarantined']) {
-        expect([type, outcome, await counterValue(live.metrics.notifications, { event_type: type, outcome })]).toEqual([type, outcome, 0]);
+        expect([type, outcome, await counterValue(live.metrics.notifications, { event_type: type, outcome })]).toEqual([
+          type,
+          outcome,
+          0,
+        ]);
       }
     }
     expect(target.requests).toHaveLength(0);

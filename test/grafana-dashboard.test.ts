@@ -22,15 +22,35 @@ interface Panel {
   panels?: Panel[];
 }
 
-const dashboard = JSON.parse(readFileSync(path.join(ROOT, 'deploy/grafana/webhook-receiver.json'), 'utf8')) as { uid: string; panels: Panel[] };
-const exprs = dashboard.panels.flatMap((p) => [p, ...(p.panels ?? [])]).flatMap((p) => (p.targets ?? []).map((t) => ({ panel: p.title, expr: t.expr })));
+const dashboard = JSON.parse(readFileSync(path.join(ROOT, 'deploy/grafana/webhook-receiver.json'), 'utf8')) as {
+  uid: string;
+  panels: Panel[];
+};
+const exprs = dashboard.panels
+  .flatMap((p) => [p, ...(p.panels ?? [])])
+  .flatMap((p) => (p.targets ?? []).map((t) => ({ panel: p.title, expr: t.expr })));
 
-const PROMQL_WORDS = new Set(['sum', 'max', 'min', 'count', 'by', 'without', 'rate', 'increase', 'histogram_quantile', 'le', 'on', 'ignoring']);
+const PROMQL_WORDS = new Set([
+  'sum',
+  'max',
+  'min',
+  'count',
+  'by',
+  'without',
+  'rate',
+  'increase',
+  'histogram_quantile',
+  'le',
+  'on',
+  'ignoring',
+]);
 
 /** The metric names a query reads: identifiers followed by `{`, `[` or `)`, that are not PromQL's own words or label names. */
 function metricNames(expr: string): string[] {
   const withoutLabels = expr.replace(/\{[^}]*\}/g, '{}').replace(/by \([^)]*\)/g, '');
-  return [...withoutLabels.matchAll(/\b([a-z_:][a-z0-9_:]*)\s*(?=[{[)])/g)].map((m) => m[1]!).filter((n) => !PROMQL_WORDS.has(n));
+  return [...withoutLabels.matchAll(/\b([a-z_:][a-z0-9_:]*)\s*(?=[{[)])/g)]
+    .map((m) => m[1]!)
+    .filter((n) => !PROMQL_WORDS.has(n));
 }
 
 let text = '';
@@ -54,7 +74,13 @@ beforeAll(async () => {
     }),
   );
   const platform = new FakePlatform();
-  const service = await ServiceProcess.start({ REDIS_URL: testRedisUrl(), QUEUE_PREFIX: uniquePrefix(), PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64, CONFIG_FILE: file, ADMIN_TOKEN });
+  const service = await ServiceProcess.start({
+    REDIS_URL: testRedisUrl(),
+    QUEUE_PREFIX: uniquePrefix(),
+    PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64,
+    CONFIG_FILE: file,
+    ADMIN_TOKEN,
+  });
   started.push(service);
   const base = `http://127.0.0.1:${service.port}`;
   const n = platform.signed('payment.result');
@@ -64,7 +90,9 @@ beforeAll(async () => {
   await ledger.waitFor(() => ledger.successes().length === 1);
   await erp.waitFor(() => erp.requests.length === 1 && erp.requests[0]!.answered === 400);
   await new Promise((r) => setTimeout(r, 300));
-  const res = await fetch(`http://127.0.0.1:${service.adminPort}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+  const res = await fetch(`http://127.0.0.1:${service.adminPort}/metrics`, {
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+  });
   expect(res.status).toBe(200);
   text = await res.text();
 });
@@ -97,24 +125,63 @@ describe('the Grafana dashboard (deploy/grafana/webhook-receiver.json)', () => {
   it('uses only metric names that a live scrape of /metrics has', () => {
     // A sample, or the family's TYPE line: a labelled counter nothing has counted yet (no fan-out
     // failure in this run) is declared with no sample; a histogram's series are its family's.
-    const sampled = new Set(text.split('\n').filter((l) => l && !l.startsWith('#')).map((l) => /^[a-zA-Z_:][a-zA-Z0-9_:]*/.exec(l)?.[0]));
+    const sampled = new Set(
+      text
+        .split('\n')
+        .filter((l) => l && !l.startsWith('#'))
+        .map((l) => /^[a-zA-Z_:][a-zA-Z0-9_:]*/.exec(l)?.[0]),
+    );
     const declared = new Map([...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((m) => [m[1]!, m[2]!]));
-    const exists = (name: string) => sampled.has(name) || declared.has(name) || declared.get(name.replace(/_(bucket|sum|count)$/, '')) === 'histogram';
-    const missing = exprs.flatMap(({ panel, expr }) => metricNames(expr).filter((n) => !exists(n)).map((name) => ({ panel, name })));
+    const exists = (name: string) =>
+      sampled.has(name) || declared.has(name) || declared.get(name.replace(/_(bucket|sum|count)$/, '')) === 'histogram';
+    const missing = exprs.flatMap(({ panel, expr }) =>
+      metricNames(expr)
+        .filter((n) => !exists(n))
+        .map((name) => ({ panel, name })),
+    );
     expect(missing).toEqual([]);
     // The check can fail: a name the service does not have is caught.
-    expect(metricNames('sum(rate(webhook_notification_total[5m])) + histogram_quantile(0.5, rate(webhook_ack_latency_bucket[5m]))').filter((n) => !exists(n))).toEqual(['webhook_notification_total', 'webhook_ack_latency_bucket']);
+    expect(
+      metricNames(
+        'sum(rate(webhook_notification_total[5m])) + histogram_quantile(0.5, rate(webhook_ack_latency_bucket[5m]))',
+      ).filter((n) => !exists(n)),
+    ).toEqual(['webhook_notification_total', 'webhook_ack_latency_bucket']);
     // What this run did shows as samples, not declarations alone.
-    for (const name of ['webhook_notifications_total', 'webhook_ack_latency_seconds_bucket', 'webhook_delivery_latency_seconds_bucket', 'webhook_deliveries_total', 'webhook_dead_letters_total', 'webhook_queue_jobs', 'webhook_ordering_blocked_keys', 'webhook_redis_up', 'webhook_redis_durability_risk']) {
+    for (const name of [
+      'webhook_notifications_total',
+      'webhook_ack_latency_seconds_bucket',
+      'webhook_delivery_latency_seconds_bucket',
+      'webhook_deliveries_total',
+      'webhook_dead_letters_total',
+      'webhook_queue_jobs',
+      'webhook_ordering_blocked_keys',
+      'webhook_redis_up',
+      'webhook_redis_durability_risk',
+    ]) {
       expect({ name, sampled: sampled.has(name) }).toEqual({ name, sampled: true });
     }
   });
 
-  it('has queries Prometheus parses (promtool, with Grafana\'s $__rate_interval as 5m)', () => {
-    if (!existsSync(PROMTOOL)) throw new Error(`no promtool at ${PROMTOOL}: apt-get install prometheus (bash .ci/run does), or set PROMTOOL_PATH`);
-    const rules = { groups: [{ name: 'dashboard', rules: exprs.map((e, i) => ({ record: `dashboard:query:${i}`, expr: e.expr.replaceAll('$__rate_interval', '5m') })) }] };
+  it("has queries Prometheus parses (promtool, with Grafana's $__rate_interval as 5m)", () => {
+    if (!existsSync(PROMTOOL))
+      throw new Error(
+        `no promtool at ${PROMTOOL}: apt-get install prometheus (bash .ci/run does), or set PROMTOOL_PATH`,
+      );
+    const rules = {
+      groups: [
+        {
+          name: 'dashboard',
+          rules: exprs.map((e, i) => ({
+            record: `dashboard:query:${i}`,
+            expr: e.expr.replaceAll('$__rate_interval', '5m'),
+          })),
+        },
+      ],
+    };
     const file = path.join(tempDir('dashboard-rules'), 'rules.yml');
     writeFileSync(file, stringify(rules));
-    expect(execFileSync(PROMTOOL, ['check', 'rules', file]).toString()).toMatch(new RegExp(`SUCCESS: ${exprs.length} rules found`));
+    expect(execFileSync(PROMTOOL, ['check', 'rules', file]).toString()).toMatch(
+      new RegExp(`SUCCESS: ${exprs.length} rules found`),
+    );
   });
 });

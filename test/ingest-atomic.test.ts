@@ -20,7 +20,14 @@ const PAY_PATH = '/api/v2/merch/pay/notify';
 function legacyNotification() {
   const timestamp = Date.now();
   const body = Buffer.from(sampleBody('payment.result', { timestamp }));
-  return { target: PAY_PATH, body, headers: { 'content-type': 'application/json', ...signLegacy(platform.keys.privateKeyPem, MERCHANT_ID, timestamp, body) } };
+  return {
+    target: PAY_PATH,
+    body,
+    headers: {
+      'content-type': 'application/json',
+      ...signLegacy(platform.keys.privateKeyPem, MERCHANT_ID, timestamp, body),
+    },
+  };
 }
 
 const ENV = { PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64, SIGNATURE_SCHEMES: 'current,legacy', MERCHANT_ID };
@@ -72,12 +79,16 @@ describe('one Redis call per notification', () => {
       await sentDuring(act);
       return commands.filter((c) => c.source === 'lua').map((c) => c.args.map((a) => a.toLowerCase()));
     };
-    const first = await ranByScript(() => platform.send(h.app, platform.signed('payment.result', { body })).expect(200));
+    const first = await ranByScript(() =>
+      platform.send(h.app, platform.signed('payment.result', { body })).expect(200),
+    );
     expect(first.length).toBeGreaterThan(0);
     expect(first.filter(([name]) => name === 'time' || name === 'pttl' || name === 'hincrby')).toEqual([]);
     expect(first.filter((args) => args.some((a) => a.includes(':c:evt_')))).toEqual([]);
 
-    const duplicate = await ranByScript(() => platform.send(h.app, platform.signed('payment.result', { body })).expect(200));
+    const duplicate = await ranByScript(() =>
+      platform.send(h.app, platform.signed('payment.result', { body })).expect(200),
+    );
     expect(duplicate.filter(([name, key]) => name === 'hincrby' && key!.includes(':c:evt_'))).toHaveLength(1);
   });
 
@@ -101,26 +112,31 @@ describe('the replay binding and the job are stored together', () => {
   it.each([
     ['current', () => platform.signed('payment.result')],
     ['legacy', legacyNotification],
-  ])('when the add fails inside the script (%s scheme), then no binding is left and the platform\'s retry is accepted', async (_scheme, make) => {
-    const n = make();
-    // A job counter that is not a number makes BullMQ's INCR, its first write, raise inside the script.
-    const counterKey = `${h.pipeline.prefix}:payment.result:id`;
-    await h.redis.set(counterKey, 'not-a-number');
+  ])(
+    "when the add fails inside the script (%s scheme), then no binding is left and the platform's retry is accepted",
+    async (_scheme, make) => {
+      const n = make();
+      // A job counter that is not a number makes BullMQ's INCR, its first write, raise inside the script.
+      const counterKey = `${h.pipeline.prefix}:payment.result:id`;
+      await h.redis.set(counterKey, 'not-a-number');
 
-    const refused = await platform.send(h.app, n);
+      const refused = await platform.send(h.app, n);
 
-    expect(refused.status).toBe(503);
-    expect(await replayKeys()).toEqual([]);
-    expect(await h.pipeline.eventQueue('payment.result').count()).toBe(0);
+      expect(refused.status).toBe(503);
+      expect(await replayKeys()).toEqual([]);
+      expect(await h.pipeline.eventQueue('payment.result').count()).toBe(0);
 
-    await h.redis.del(counterKey);
-    const retried = await platform.send(h.app, n);
+      await h.redis.del(counterKey);
+      const retried = await platform.send(h.app, n);
 
-    expect(retried.status).toBe(200);
-    expect(await h.pipeline.eventQueue('payment.result').count()).toBe(1);
-    expect(await counterValue(h.metrics.notifications, { event_type: 'payment.result', outcome: 'accepted' })).toBe(1);
-    expect(await replayKeys()).toHaveLength(1);
-  });
+      expect(retried.status).toBe(200);
+      expect(await h.pipeline.eventQueue('payment.result').count()).toBe(1);
+      expect(await counterValue(h.metrics.notifications, { event_type: 'payment.result', outcome: 'accepted' })).toBe(
+        1,
+      );
+      expect(await replayKeys()).toHaveLength(1);
+    },
+  );
 
   it('when a notification is accepted, then its binding expires after twice the timestamp tolerance', async () => {
     await platform.send(h.app, platform.signed('payment.result')).expect(200);
@@ -148,7 +164,10 @@ describe('the jobs the ingest script writes', () => {
   let h: Harness;
   beforeAll(() => {
     // One target for payment.result; no target takes settlement.result.
-    h = buildHarness(ENV, Date.now, (c) => ({ ...c, targets: [targetSchema.parse({ name: 'erp', url: 'http://127.0.0.1:9/hook', events: ['payment.result'] })] }));
+    h = buildHarness(ENV, Date.now, (c) => ({
+      ...c,
+      targets: [targetSchema.parse({ name: 'erp', url: 'http://127.0.0.1:9/hook', events: ['payment.result'] })],
+    }));
   });
   afterAll(() => h.close());
 
@@ -173,7 +192,11 @@ describe('the jobs the ingest script writes', () => {
     expect(job!.id).toBe(job!.data.eventId);
     expect(await h.pipeline.eventQueue('payment.result').count()).toBe(0);
     expect(await h.redis.exists(ownKeys.dedup(h.pipeline.prefix, job!.data.eventId))).toBe(1);
-    await expectSameAsQueueAdd(queue, job!, deliveryJobOptions(job!.data.eventId, h.pipeline.targets()[0]!, h.config.retention));
+    await expectSameAsQueueAdd(
+      queue,
+      job!,
+      deliveryJobOptions(job!.data.eventId, h.pipeline.targets()[0]!, h.config.retention),
+    );
   });
 
   it('keeps an unrouted event as its event job, the job queue.add writes, which a Worker processes', async () => {
@@ -186,7 +209,10 @@ describe('the jobs the ingest script writes', () => {
     const connection = h.connector.open('worker');
     let worker: Worker<EventJob> | undefined;
     const processed = new Promise<EventJob>((resolve) => {
-      worker = new Worker<EventJob>('settlement.result', async (j) => resolve(j.data), { connection, prefix: h.pipeline.prefix });
+      worker = new Worker<EventJob>('settlement.result', async (j) => resolve(j.data), {
+        connection,
+        prefix: h.pipeline.prefix,
+      });
     });
     expect(await processed).toEqual(job!.data);
     await worker!.close();
@@ -197,12 +223,14 @@ describe('the jobs the ingest script writes', () => {
 describe('an ingest that fails part-way through its adds', () => {
   let h: Harness;
   beforeAll(() => {
-    const targets = ['erp', 'crm'].map((name) => targetSchema.parse({ name, url: 'http://127.0.0.1:9/hook', events: ['payment.result'] }));
+    const targets = ['erp', 'crm'].map((name) =>
+      targetSchema.parse({ name, url: 'http://127.0.0.1:9/hook', events: ['payment.result'] }),
+    );
     h = buildHarness(ENV, Date.now, (c) => ({ ...c, targets }));
   });
   afterAll(() => h.close());
 
-  it('leaves no record or binding, and the platform\'s retry gives each target exactly one delivery job', async () => {
+  it("leaves no record or binding, and the platform's retry gives each target exactly one delivery job", async () => {
     const n = platform.signed('payment.result');
     // The second target's job counter is not a number: its add raises after the first target's add.
     const counterKey = `${h.pipeline.prefix}:deliver.crm:id`;

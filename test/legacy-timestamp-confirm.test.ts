@@ -11,13 +11,21 @@ const TARGET = '/api/v2/merch/pay/notify';
 
 let h: Harness;
 beforeAll(() => {
-  h = buildHarness({ PLATFORM_PUBLIC_KEYS: platform.publicKeyBase64, SIGNATURE_SCHEMES: 'current,legacy', MERCHANT_ID: MERCHANT }, () => NOW);
+  h = buildHarness(
+    { PLATFORM_PUBLIC_KEYS: platform.publicKeyBase64, SIGNATURE_SCHEMES: 'current,legacy', MERCHANT_ID: MERCHANT },
+    () => NOW,
+  );
 });
 afterAll(() => h.close());
 
 function sendLegacy(body: string) {
   const bytes = Buffer.from(body);
-  return postRaw(h.app, TARGET, { 'content-type': 'application/json', ...signLegacy(platform.privateKeyPem, MERCHANT, NOW, bytes) }, bytes);
+  return postRaw(
+    h.app,
+    TARGET,
+    { 'content-type': 'application/json', ...signLegacy(platform.privateKeyPem, MERCHANT, NOW, bytes) },
+    bytes,
+  );
 }
 
 describe('the legacy body timestamp, confirmed after verification', () => {
@@ -35,7 +43,9 @@ describe('the legacy body timestamp, confirmed after verification', () => {
     expect(res.status).toBe(200);
     expect(await h.pipeline.eventQueue('payment.result').count()).toBe(1);
     expect(await h.pipeline.quarantine.count()).toBe(1);
-    expect(h.logs.find((l) => l.message === 'notification quarantined: verified but not a valid notification')).toMatchObject({
+    expect(
+      h.logs.find((l) => l.message === 'notification quarantined: verified but not a valid notification'),
+    ).toMatchObject({
       errors: ['timestamp: differs from the timestamp the signature was verified with'],
     });
   });

@@ -37,7 +37,9 @@ describe('logger.record, the hot-path line', () => {
     const [viaWinston, viaRecord, warnWinston, warnRecord] = linesOf(stream);
     expect(withoutTime(viaRecord!)).toBe(withoutTime(viaWinston!));
     expect(withoutTime(warnRecord!)).toBe(withoutTime(warnWinston!));
-    expect(viaRecord).toMatch(/^\{"attempt":2,"eventId":"evt_01",.*"nested":\{"alpha":"a\\nb","zeta":"z"\},"none":null,"ok":true,.*"timestamp":"\d{4}-\d\d-\d\dT[^"]+Z"\}$/);
+    expect(viaRecord).toMatch(
+      /^\{"attempt":2,"eventId":"evt_01",.*"nested":\{"alpha":"a\\nb","zeta":"z"\},"none":null,"ok":true,.*"timestamp":"\d{4}-\d\d-\d\dT[^"]+Z"\}$/,
+    );
     expect(viaRecord).not.toContain('missing');
   });
 
@@ -61,7 +63,10 @@ describe('logger.record, the hot-path line', () => {
 describe('batched lines (the service on stdout)', () => {
   it('writes the lines of one turn of the event loop in one write, in the order logged, on the next turn', async () => {
     const writes: string[] = [];
-    const out = new Writable({ decodeStrings: false, write: (chunk: string, _e, done) => (writes.push(chunk), done()) });
+    const out = new Writable({
+      decodeStrings: false,
+      write: (chunk: string, _e, done) => (writes.push(chunk), done()),
+    });
     const logger = createLogger('info', out, { batched: true });
     logger.info('first', { n: 1 });
     logger.record('info', 'second', { n: 2 });
@@ -69,12 +74,20 @@ describe('batched lines (the service on stdout)', () => {
     expect(writes).toEqual([]);
     await new Promise((r) => setImmediate(r));
     expect(writes).toHaveLength(1);
-    expect(writes[0]!.split('\n').filter(Boolean).map((l) => (JSON.parse(l) as { message: string }).message)).toEqual(['first', 'second', 'third']);
+    expect(
+      writes[0]!
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => (JSON.parse(l) as { message: string }).message),
+    ).toEqual(['first', 'second', 'third']);
   });
 
   it('writes at once when the held lines reach the batch size', () => {
     const writes: string[] = [];
-    const out = new Writable({ decodeStrings: false, write: (chunk: string, _e, done) => (writes.push(chunk), done()) });
+    const out = new Writable({
+      decodeStrings: false,
+      write: (chunk: string, _e, done) => (writes.push(chunk), done()),
+    });
     const logger = createLogger('info', out, { batched: true });
     const field = 'x'.repeat(1000);
     for (let i = 0; i * 1000 < BATCH_BYTES; i++) logger.record('info', 'line', { field });
@@ -84,7 +97,10 @@ describe('batched lines (the service on stdout)', () => {
 
   it('writes the held lines when the process exits', () => {
     const script = `const { createLogger } = require(${JSON.stringify(require.resolve('../src/logging/logger'))}); const l = createLogger('info'); l.record('info', 'last words', { n: 1 }); process.exit(3);`;
-    const run = spawnSync(process.execPath, ['-r', 'ts-node/register/transpile-only', '-e', script], { encoding: 'utf8', cwd: path.resolve(__dirname, '..') });
+    const run = spawnSync(process.execPath, ['-r', 'ts-node/register/transpile-only', '-e', script], {
+      encoding: 'utf8',
+      cwd: path.resolve(__dirname, '..'),
+    });
     expect(run.status).toBe(3);
     expect(run.stdout).toMatch(/^\{.*"message":"last words".*\}\n$/);
   });

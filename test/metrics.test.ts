@@ -33,11 +33,17 @@ beforeAll(async () => {
   // the good target gets 2 deliveries and the bad one 2 dead letters.
   const first = platform.signed('payment.result', { body: '{"type":"MERCH","data":{"n":1}}' });
   await platform.send(f.receiver.app, first).expect(200);
-  await platform.send(f.receiver.app, platform.signed('payment.result', { body: '{"type":"MERCH","data":{"n":2}}' })).expect(200);
+  await platform
+    .send(f.receiver.app, platform.signed('payment.result', { body: '{"type":"MERCH","data":{"n":2}}' }))
+    .expect(200);
   await platform.send(f.receiver.app, first).expect(200);
-  await platform.send(f.receiver.app, platform.signed('payment.result', { body: '{"type":"MERCH","data":{"n":1}}' })).expect(200);
+  await platform
+    .send(f.receiver.app, platform.signed('payment.result', { body: '{"type":"MERCH","data":{"n":1}}' }))
+    .expect(200);
   await platform.send(f.receiver.app, { ...first, body: Buffer.from('{"type":"MERCH","data":{"n":9}}') }).expect(401);
-  await platform.send(f.receiver.app, platform.signed('payment.result', { timestamp: Date.now() - 600_000 })).expect(401);
+  await platform
+    .send(f.receiver.app, platform.signed('payment.result', { timestamp: Date.now() - 600_000 }))
+    .expect(401);
   await platform.send(f.receiver.app, platform.signed('fx.result', { body: 'not json' })).expect(200);
   await good.waitFor(() => good.successes().length === 2);
   await waitUntil(async () => (await f.deadLetters.list({ target: 'bad' })).length === 2, 5000, 'two dead letters');
@@ -51,7 +57,13 @@ afterAll(async () => {
 describe('/metrics after a scripted run', () => {
   let text: string;
   beforeAll(async () => {
-    text = (await request(f.admin).get('/metrics').set(bearer).expect(200).expect('content-type', /text\/plain/)).text;
+    text = (
+      await request(f.admin)
+        .get('/metrics')
+        .set(bearer)
+        .expect(200)
+        .expect('content-type', /text\/plain/)
+    ).text;
   });
 
   it('counts notifications by event type and outcome', () => {
@@ -66,8 +78,16 @@ describe('/metrics after a scripted run', () => {
   });
 
   it('has the acknowledgement latency histogram and enqueue failures', () => {
-    expect(sample(text, 'webhook_ack_latency_seconds_count', { event_type: 'payment.result', outcome: 'accepted' })).toBe(2);
-    expect(sample(text, 'webhook_ack_latency_seconds_bucket', { event_type: 'payment.result', outcome: 'accepted', le: '+Inf' })).toBe(2);
+    expect(
+      sample(text, 'webhook_ack_latency_seconds_count', { event_type: 'payment.result', outcome: 'accepted' }),
+    ).toBe(2);
+    expect(
+      sample(text, 'webhook_ack_latency_seconds_bucket', {
+        event_type: 'payment.result',
+        outcome: 'accepted',
+        le: '+Inf',
+      }),
+    ).toBe(2);
     expect(sample(text, 'webhook_enqueue_failures_total', { event_type: 'payment.result' })).toBe(0);
   });
 

@@ -19,7 +19,10 @@ const SHIPPED = path.resolve(__dirname, '../deploy/nginx.conf');
 function localConfig(listenPort: number, receiverPort: number): string {
   const shipped = readFileSync(SHIPPED, 'utf8');
   const replacements: [RegExp, string][] = [
-    [/    server receiver-1:8080 [^\n]*\n    server receiver-2:8080 [^\n]*\n/, `    server 127.0.0.1:${receiverPort};\n`],
+    [
+      /    server receiver-1:8080 [^\n]*\n    server receiver-2:8080 [^\n]*\n/,
+      `    server 127.0.0.1:${receiverPort};\n`,
+    ],
     [/listen 8080;/, `listen 127.0.0.1:${listenPort};`],
   ];
   let config = shipped;
@@ -69,7 +72,9 @@ it('through nginx with deploy/nginx.conf, 2,100 connections trickling headers fr
     await new Promise((r) => setTimeout(r, 3000)); // every attacker connection has arrived
     const heldByAttacker = attack.open();
     const sent = await sendEvery(platform, port, 30, 1000, { localAddress: '127.0.0.2' });
-    console.log(`through nginx: ${attack.opened()} attacker connections opened (${heldByAttacker} open at once); genuine: ${describeSends(sent)}`);
+    console.log(
+      `through nginx: ${attack.opened()} attacker connections opened (${heldByAttacker} open at once); genuine: ${describeSends(sent)}`,
+    );
     expect(heldByAttacker).toBeGreaterThan(2000);
     expect(sent.filter((s) => s.status === 200 && s.ms <= 2000).length).toBeGreaterThanOrEqual(29);
   } finally {

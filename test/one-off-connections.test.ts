@@ -17,7 +17,11 @@ describe('one-off Redis connections leave nothing behind', () => {
         await s.stop();
         process.stdout.write(String(Date.now()));
       })();`;
-    const run = spawnSync(process.execPath, ['-r', 'ts-node/register', '-e', script], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, TS_NODE_SWC: 'true' } });
+    const run = spawnSync(process.execPath, ['-r', 'ts-node/register', '-e', script], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      env: { ...process.env, TS_NODE_SWC: 'true' },
+    });
     const ended = Date.now();
     expect(run.status).toBe(0);
     const workDone = Number(run.stdout);
@@ -37,7 +41,11 @@ describe('one-off Redis connections leave nothing behind', () => {
         redis.disconnect();
         process.stdout.write(String(Date.now()));
       })();`;
-    const run = spawnSync(process.execPath, ['-r', 'ts-node/register', '-e', script], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, TS_NODE_SWC: 'true' } });
+    const run = spawnSync(process.execPath, ['-r', 'ts-node/register', '-e', script], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      env: { ...process.env, TS_NODE_SWC: 'true' },
+    });
     const ended = Date.now();
     expect({ status: run.status, stderr: run.stderr }).toEqual({ status: 0, stderr: '' });
     expect(ended - Number(run.stdout)).toBeLessThan(1000);

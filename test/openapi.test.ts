@@ -8,9 +8,23 @@ import { ADMIN_TEST_TOKEN, buildForwarding, type ForwardingHarness } from './sup
 import { FakePlatform } from './support/platform';
 
 type Doc = {
-  paths: Record<string, { post: { parameters: { $ref: string }[]; responses: Record<string, { $ref: string }>; requestBody: unknown } }>;
-  webhooks: Record<string, { post: { parameters: { $ref: string }[]; requestBody: { content: Record<string, { schema: { properties: Record<string, unknown> } }> } } }>;
-  components: { parameters: Record<string, { name: string }>; responses: Record<string, { content: Record<string, { schema: unknown }> }> };
+  paths: Record<
+    string,
+    { post: { parameters: { $ref: string }[]; responses: Record<string, { $ref: string }>; requestBody: unknown } }
+  >;
+  webhooks: Record<
+    string,
+    {
+      post: {
+        parameters: { $ref: string }[];
+        requestBody: { content: Record<string, { schema: { properties: Record<string, unknown> } }> };
+      };
+    }
+  >;
+  components: {
+    parameters: Record<string, { name: string }>;
+    responses: Record<string, { content: Record<string, { schema: unknown }> }>;
+  };
 };
 
 // validate() dereferences the document it is given in place, so each check gets its own copy.
@@ -23,7 +37,9 @@ describe('the OpenAPI description', () => {
     expect(result.valid).toBe(true);
 
     // The validator is not a rubber stamp: a parameter without its `in` is refused.
-    const broken = JSON.parse(JSON.stringify(generate())) as Doc & { components: { parameters: Record<string, Record<string, unknown>> } };
+    const broken = JSON.parse(JSON.stringify(generate())) as Doc & {
+      components: { parameters: Record<string, Record<string, unknown>> };
+    };
     delete broken.components.parameters.sign!.in;
     expect((await validate(broken as unknown as Parameters<typeof validate>[0])).valid).toBe(false);
   });
@@ -32,11 +48,13 @@ describe('the OpenAPI description', () => {
     expect(readFileSync(COMMITTED_DOCUMENT, 'utf8')).toBe(serialiseDocument(generate()));
   });
 
-  it('paths are the seven notify operations, with both schemes\' signature headers and every answer in the envelope', () => {
+  it("paths are the seven notify operations, with both schemes' signature headers and every answer in the envelope", () => {
     const doc = generate();
     expect(Object.keys(doc.paths).sort()).toEqual(EVENT_TABLE.map((e) => e.path).sort());
     const headers = Object.values(doc.components.parameters).map((p) => p.name);
-    expect(headers).toEqual(expect.arrayContaining(['x-svc-timestamp', 'x-svc-nonce', 'x-svc-sign', 'signature', 'version', 'X-Merch-Id']));
+    expect(headers).toEqual(
+      expect.arrayContaining(['x-svc-timestamp', 'x-svc-nonce', 'x-svc-sign', 'signature', 'version', 'X-Merch-Id']),
+    );
     for (const { post } of Object.values(doc.paths)) {
       // Every result code's HTTP status (its first three digits) is an answer, besides 200.
       const statuses = new Set(['200', ...Object.values(RET_CODES).map((code) => code.slice(0, 3))]);
@@ -55,8 +73,20 @@ describe('the OpenAPI description', () => {
     const doc = generate();
     expect(Object.keys(doc.webhooks)).toEqual(EVENT_TABLE.map((e) => e.type));
     const forwarded = doc.webhooks['payment.result']!.post;
-    expect(forwarded.parameters.map((p) => doc.components.parameters[p.$ref.split('/').pop()!]!.name)).toEqual(['webhook-id', 'webhook-timestamp', 'webhook-signature', 'x-merch-id', 'x-webhook-environment', 'traceparent', 'tracestate', 'x-webhook-corrected']);
-    expect(forwarded.requestBody.content['application/json']!.schema.properties).toMatchObject({ type: { const: 'payment.result' }, data: { type: 'object' } });
+    expect(forwarded.parameters.map((p) => doc.components.parameters[p.$ref.split('/').pop()!]!.name)).toEqual([
+      'webhook-id',
+      'webhook-timestamp',
+      'webhook-signature',
+      'x-merch-id',
+      'x-webhook-environment',
+      'traceparent',
+      'tracestate',
+      'x-webhook-corrected',
+    ]);
+    expect(forwarded.requestBody.content['application/json']!.schema.properties).toMatchObject({
+      type: { const: 'payment.result' },
+      data: { type: 'object' },
+    });
   });
 
   describe('on the admin port', () => {
@@ -68,7 +98,10 @@ describe('the OpenAPI description', () => {
 
     it('is served at /admin/openapi.json to an authenticated caller, for the running configuration', async () => {
       await request(f.admin).get('/admin/openapi.json').expect(401);
-      const res = await request(f.admin).get('/admin/openapi.json').set('authorization', `Bearer ${ADMIN_TEST_TOKEN}`).expect(200);
+      const res = await request(f.admin)
+        .get('/admin/openapi.json')
+        .set('authorization', `Bearer ${ADMIN_TEST_TOKEN}`)
+        .expect(200);
       expect(res.body.openapi).toBe('3.1.0');
       expect(Object.keys(res.body.paths)).toContain('/hooks/platform/api/v2/merch/pay/notify');
     });

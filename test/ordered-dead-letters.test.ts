@@ -18,7 +18,13 @@ const bearer = { authorization: `Bearer ${ADMIN_TEST_TOKEN}` };
 /** The target's view of one request: the ordering key and step (from the body), and what it answered. */
 function parse(r: ReceivedRequest): { key: string; step: number; ok: boolean; at: number; answeredAt: number } {
   const body = JSON.parse(r.body.toString('utf8')) as { data: { data: { request_id: string; step: number } } };
-  return { key: body.data.data.request_id, step: body.data.data.step, ok: r.answered !== undefined && r.answered < 300, at: r.at, answeredAt: r.answeredAt ?? Infinity };
+  return {
+    key: body.data.data.request_id,
+    step: body.data.data.step,
+    ok: r.answered !== undefined && r.answered < 300,
+    at: r.at,
+    answeredAt: r.answeredAt ?? Infinity,
+  };
 }
 
 /**
@@ -43,7 +49,14 @@ async function startWorld(onDeadLetter: 'block' | 'skip', failing: string[]): Pr
     return { status: failed.has(`${key}:${step}`) ? 503 : 200 };
   });
   const targets = [
-    { name: 'ledger', url: target.url, concurrency: 4, maxAttempts: 2, backoff: { initialMs: 20, maxMs: 50 }, order: { key: 'data.request_id', onDeadLetter } },
+    {
+      name: 'ledger',
+      url: target.url,
+      concurrency: 4,
+      maxAttempts: 2,
+      backoff: { initialMs: 20, maxMs: 50 },
+      order: { key: 'data.request_id', onDeadLetter },
+    },
     { name: 'plain', url: target.url, events: ['fx.result'] },
   ];
   const f = buildForwarding(platform, targets);
@@ -57,7 +70,11 @@ async function startWorld(onDeadLetter: 'block' | 'skip', failing: string[]): Pr
     cliAudit,
     async cli(...argv) {
       const lines: string[] = [];
-      const code = await runCli(argv, { env: { CONFIG_FILE: file, REDIS_URL: f.config.redisUrl, QUEUE_PREFIX: f.config.queuePrefix }, out: (l) => lines.push(...l.split('\n')), log: cliAudit.stream });
+      const code = await runCli(argv, {
+        env: { CONFIG_FILE: file, REDIS_URL: f.config.redisUrl, QUEUE_PREFIX: f.config.queuePrefix },
+        out: (l) => lines.push(...l.split('\n')),
+        log: cliAudit.stream,
+      });
       return { code, lines };
     },
     async close() {
@@ -75,7 +92,10 @@ async function notify(f: ForwardingHarness, key: string, step: number): Promise<
 }
 
 const requestsOf = (w: World, key: string) => w.target.requests.map(parse).filter((r) => r.key === key);
-const deliveredSteps = (w: World, key: string) => requestsOf(w, key).filter((r) => r.ok).map((r) => r.step);
+const deliveredSteps = (w: World, key: string) =>
+  requestsOf(w, key)
+    .filter((r) => r.ok)
+    .map((r) => r.step);
 
 async function stateOf(f: ForwardingHarness, eventId: string): Promise<string> {
   const job = await f.pipeline.deliveryQueue('ledger')!.getJob(eventId);
@@ -95,13 +115,17 @@ async function wakeAndReparked(f: ForwardingHarness, eventIds: string[]): Promis
   const queue = f.pipeline.deliveryQueue('ledger')!;
   const woken = Date.now();
   for (const id of eventIds) await (await queue.getJob(id))!.promote();
-  await waitUntil(async () => {
-    for (const id of eventIds) {
-      const job = await queue.getJob(id);
-      if (!job || (await job.getState()) !== 'delayed' || (job.processedOn ?? 0) < woken) return false;
-    }
-    return true;
-  }, 10000, 'woken deliveries looked at and parked again');
+  await waitUntil(
+    async () => {
+      for (const id of eventIds) {
+        const job = await queue.getJob(id);
+        if (!job || (await job.getState()) !== 'delayed' || (job.processedOn ?? 0) < woken) return false;
+      }
+      return true;
+    },
+    10000,
+    'woken deliveries looked at and parked again',
+  );
   for (const id of eventIds) expect((await queue.getJob(id))!.attemptsMade).toBe(0); // parking spends no attempt
 }
 
@@ -143,11 +167,23 @@ describe('onDeadLetter: block', () => {
     await w.target.waitFor(() => deliveredSteps(w, 'B').length === 3);
     await wakeAndReparked(f, laterA);
 
-    expect(requestsOf(w, 'A').map((r) => [r.step, r.ok])).toEqual([[1, false], [1, false]]); // A:1's two attempts, nothing after
+    expect(requestsOf(w, 'A').map((r) => [r.step, r.ok])).toEqual([
+      [1, false],
+      [1, false],
+    ]); // A:1's two attempts, nothing after
     expect(deliveredSteps(w, 'B')).toEqual([1, 2, 3]); // the other key went on meanwhile
-    expect(f.receiver.logs.find((l) => String(l.message).startsWith('ordered delivery blocked'))).toMatchObject({ level: 'warn', target: 'ledger', orderKey: 'A', eventId: a1 });
+    expect(f.receiver.logs.find((l) => String(l.message).startsWith('ordered delivery blocked'))).toMatchObject({
+      level: 'warn',
+      target: 'ledger',
+      orderKey: 'A',
+      eventId: a1,
+    });
     const listed = await request(f.admin).get('/admin/api/targets/ledger/blocked').set(bearer).expect(200);
-    expect(listed.body).toEqual({ target: 'ledger', ordered: true, blocked: [{ key: 'A', eventId: a1, since: expect.any(String), waiting: 3 }] });
+    expect(listed.body).toEqual({
+      target: 'ledger',
+      ordered: true,
+      blocked: [{ key: 'A', eventId: a1, since: expect.any(String), waiting: 3 }],
+    });
     expect(Date.parse(listed.body.blocked[0].since)).toBeLessThanOrEqual(Date.now());
     const table = await w.cli('target', 'blocked', 'ledger');
     expect(table.code).toBe(0);
@@ -158,12 +194,22 @@ describe('onDeadLetter: block', () => {
     expect(held.blocked).toBe(1);
     expect(held.oldest).toBeGreaterThan(0);
     // The example alert rule watches that series, by target: it would fire on this value.
-    const rules = (parseYaml(readFileSync(path.join(__dirname, '../config/alerts.yml'), 'utf8')) as { groups: { rules: { alert: string; expr: string }[] }[] }).groups.flatMap((g) => g.rules);
-    expect(rules.find((r) => r.alert === 'WebhookOrderedKeysBlocked')?.expr).toBe('max by (target) (webhook_ordering_blocked_keys) > 0');
+    const rules = (
+      parseYaml(readFileSync(path.join(__dirname, '../config/alerts.yml'), 'utf8')) as {
+        groups: { rules: { alert: string; expr: string }[] }[];
+      }
+    ).groups.flatMap((g) => g.rules);
+    expect(rules.find((r) => r.alert === 'WebhookOrderedKeysBlocked')?.expr).toBe(
+      'max by (target) (webhook_ordering_blocked_keys) > 0',
+    );
 
     w.failing.delete('A:1');
     const replayedAt = Date.now();
-    const replay = await request(f.admin).post('/admin/api/dead-letters/replay').set(bearer).send({ ids: [`ledger/${a1}`] }).expect(200);
+    const replay = await request(f.admin)
+      .post('/admin/api/dead-letters/replay')
+      .set(bearer)
+      .send({ ids: [`ledger/${a1}`] })
+      .expect(200);
     expect(replay.body).toEqual({ replayed: [`ledger/${a1}`], notFound: [] });
     // Promptly, not when the later ones' 120 s park would have run out.
     await waitUntil(() => deliveredSteps(w, 'A').length === 4, 10000, 'A delivered after the replay');
@@ -172,7 +218,9 @@ describe('onDeadLetter: block', () => {
     expectEachAfterThePrevious(w, 'A', [1, 2, 3, 4]);
     expect(Date.now() - replayedAt).toBeLessThan(10000);
     expect(requestsOf(w, 'B').every((r) => r.answeredAt < replayedAt)).toBe(true);
-    expect((await request(f.admin).get('/admin/api/targets/ledger/blocked').set(bearer).expect(200)).body.blocked).toEqual([]);
+    expect(
+      (await request(f.admin).get('/admin/api/targets/ledger/blocked').set(bearer).expect(200)).body.blocked,
+    ).toEqual([]);
     await new Promise((r) => setTimeout(r, 600));
     expect(await gauges(f)).toEqual({ blocked: 0, oldest: 0 });
   }, 60000);
@@ -181,9 +229,20 @@ describe('onDeadLetter: block', () => {
     w = await startWorld('block', []);
     const { f } = w;
     await request(f.admin).get('/admin/api/targets/ledger/blocked').expect(401);
-    expect((await request(f.admin).get('/admin/api/targets/nope/blocked').set(bearer).expect(404)).body).toEqual({ error: 'unknown_target', message: 'no target named "nope"' });
-    expect((await request(f.admin).get('/admin/api/targets/plain/blocked').set(bearer).expect(200)).body).toEqual({ target: 'plain', ordered: false, blocked: [] });
-    expect((await request(f.admin).get('/admin/api/targets/ledger/blocked').set(bearer).expect(200)).body).toEqual({ target: 'ledger', ordered: true, blocked: [] });
+    expect((await request(f.admin).get('/admin/api/targets/nope/blocked').set(bearer).expect(404)).body).toEqual({
+      error: 'unknown_target',
+      message: 'no target named "nope"',
+    });
+    expect((await request(f.admin).get('/admin/api/targets/plain/blocked').set(bearer).expect(200)).body).toEqual({
+      target: 'plain',
+      ordered: false,
+      blocked: [],
+    });
+    expect((await request(f.admin).get('/admin/api/targets/ledger/blocked').set(bearer).expect(200)).body).toEqual({
+      target: 'ledger',
+      ordered: true,
+      blocked: [],
+    });
   });
 
   it('release: the later deliveries of the key go on in order, its dead letter stays, and the release is audited', async () => {
@@ -196,9 +255,15 @@ describe('onDeadLetter: block', () => {
     await notify(f, 'S', 2);
     await deadLettered(f, r1);
     await deadLettered(f, s1);
-    const listed = (await request(f.admin).get('/admin/api/targets/ledger/blocked').set(bearer).expect(200)).body as { blocked: { key: string; waiting: number }[] };
-    expect(listed.blocked.map((b) => [b.key, b.waiting]).sort()).toEqual([[key, 2], ['S', 1]]);
-    const release = (k: string, target = 'ledger') => request(f.admin).post(`/admin/api/targets/${target}/blocked/${encodeURIComponent(k)}/release`);
+    const listed = (await request(f.admin).get('/admin/api/targets/ledger/blocked').set(bearer).expect(200)).body as {
+      blocked: { key: string; waiting: number }[];
+    };
+    expect(listed.blocked.map((b) => [b.key, b.waiting]).sort()).toEqual([
+      [key, 2],
+      ['S', 1],
+    ]);
+    const release = (k: string, target = 'ledger') =>
+      request(f.admin).post(`/admin/api/targets/${target}/blocked/${encodeURIComponent(k)}/release`);
 
     // A browser on another site may not release; nor may anyone without the credential.
     await release(key).expect(401);
@@ -211,26 +276,59 @@ describe('onDeadLetter: block', () => {
     expectEachAfterThePrevious(w, key, [2, 3]);
     expect(deliveredSteps(w, 'S')).toEqual([]); // the other blocked key stays held
     expect((await f.deadLetters.list({ target: 'ledger' })).map((d) => d.eventId).sort()).toEqual([r1, s1].sort());
-    expect((await request(f.admin).get('/admin/api/targets/ledger/blocked').set(bearer).expect(200)).body.blocked.map((b: { key: string }) => b.key)).toEqual(['S']);
+    expect(
+      (await request(f.admin).get('/admin/api/targets/ledger/blocked').set(bearer).expect(200)).body.blocked.map(
+        (b: { key: string }) => b.key,
+      ),
+    ).toEqual(['S']);
     const audits = () => f.adminLogs.lines.filter((l) => l.audit === true && l.action === 'target.release');
-    expect(audits()).toEqual([expect.objectContaining({ message: 'admin action', principal: 'token', target: 'ledger', orderKey: key, items: [key], deadLetter: `ledger/${r1}`, at: expect.any(String) })]);
+    expect(audits()).toEqual([
+      expect.objectContaining({
+        message: 'admin action',
+        principal: 'token',
+        target: 'ledger',
+        orderKey: key,
+        items: [key],
+        deadLetter: `ledger/${r1}`,
+        at: expect.any(String),
+      }),
+    ]);
 
     // Refusals: no longer blocked, unknown target, a target without order; each one audited.
-    expect((await release(key).set(bearer).expect(404)).body).toEqual({ error: 'not_blocked', message: `key "${key}" of target "ledger" is not blocked` });
+    expect((await release(key).set(bearer).expect(404)).body).toEqual({
+      error: 'not_blocked',
+      message: `key "${key}" of target "ledger" is not blocked`,
+    });
     expect((await release('S', 'nope').set(bearer).expect(404)).body.error).toBe('unknown_target');
-    expect((await release('S', 'plain').set(bearer).expect(409)).body).toEqual({ error: 'not_ordered', message: 'target "plain" does not order its deliveries (no order in its settings)' });
-    expect(audits().slice(1).map((l) => [l.target, l.refused])).toEqual([
+    expect((await release('S', 'plain').set(bearer).expect(409)).body).toEqual({
+      error: 'not_ordered',
+      message: 'target "plain" does not order its deliveries (no order in its settings)',
+    });
+    expect(
+      audits()
+        .slice(1)
+        .map((l) => [l.target, l.refused]),
+    ).toEqual([
       ['ledger', `key "${key}" of target "ledger" is not blocked`],
       ['nope', 'no target named "nope"'],
       ['plain', 'target "plain" does not order its deliveries (no order in its settings)'],
     ]);
 
     // The CLI: the same, audited as cli:<user>; a target without order has nothing to list.
-    expect(await w.cli('target', 'blocked', 'plain')).toEqual({ code: 0, lines: ['plain: no order in its settings, so no key can be blocked'] });
-    expect(await w.cli('target', 'release', 'ledger', 'S')).toEqual({ code: 0, lines: [`released  ledger key "S": its later deliveries go on; the dead letter ledger/${s1} stays`] });
+    expect(await w.cli('target', 'blocked', 'plain')).toEqual({
+      code: 0,
+      lines: ['plain: no order in its settings, so no key can be blocked'],
+    });
+    expect(await w.cli('target', 'release', 'ledger', 'S')).toEqual({
+      code: 0,
+      lines: [`released  ledger key "S": its later deliveries go on; the dead letter ledger/${s1} stays`],
+    });
     await waitUntil(() => deliveredSteps(w, 'S').length === 1, 5000, 'S released by the CLI');
     expect(deliveredSteps(w, 'S')).toEqual([2]);
-    expect(await w.cli('target', 'release', 'ledger', 'S')).toEqual({ code: 1, lines: ['not released  key "S" of target "ledger" is not blocked'] });
+    expect(await w.cli('target', 'release', 'ledger', 'S')).toEqual({
+      code: 1,
+      lines: ['not released  key "S" of target "ledger" is not blocked'],
+    });
     const cliAudits = w.cliAudit.lines.filter((l) => l.audit === true && l.action === 'target.release');
     expect(cliAudits.map((l) => [l.principal, l.orderKey, l.deadLetter, l.refused])).toEqual([
       [`cli:${userInfo().username}`, 'S', `ledger/${s1}`, undefined],
@@ -240,7 +338,11 @@ describe('onDeadLetter: block', () => {
 
     // The dead letter kept by the release is delivered when replayed, outside the order (after 2 and 3).
     w.failing.delete(`${key}:1`);
-    await request(f.admin).post('/admin/api/dead-letters/replay').set(bearer).send({ ids: [`ledger/${r1}`] }).expect(200);
+    await request(f.admin)
+      .post('/admin/api/dead-letters/replay')
+      .set(bearer)
+      .send({ ids: [`ledger/${r1}`] })
+      .expect(200);
     await waitUntil(() => deliveredSteps(w, key).length === 3, 5000, 'the released dead letter delivered on replay');
     expect(deliveredSteps(w, key)).toEqual([2, 3, 1]);
   }, 60000);
@@ -255,14 +357,30 @@ describe('onDeadLetter: block', () => {
 
     const discardedAt = Date.now();
     await request(f.admin).delete(`/admin/api/dead-letters/ledger/${d1}`).set(bearer).expect(200);
-    await waitUntil(() => deliveredSteps(w, 'D').length === 2, 3000, 'the next deliveries of the key, within 3 s of the discard');
+    await waitUntil(
+      () => deliveredSteps(w, 'D').length === 2,
+      3000,
+      'the next deliveries of the key, within 3 s of the discard',
+    );
 
     expect(deliveredSteps(w, 'D')).toEqual([2, 3]);
     expectEachAfterThePrevious(w, 'D', [2, 3]);
-    expect(Math.min(...requestsOf(w, 'D').filter((r) => r.step === 2).map((r) => r.at))).toBeGreaterThanOrEqual(discardedAt);
-    expect(requestsOf(w, 'D').filter((r) => r.step === 1).every((r) => !r.ok)).toBe(true); // never delivered
+    expect(
+      Math.min(
+        ...requestsOf(w, 'D')
+          .filter((r) => r.step === 2)
+          .map((r) => r.at),
+      ),
+    ).toBeGreaterThanOrEqual(discardedAt);
+    expect(
+      requestsOf(w, 'D')
+        .filter((r) => r.step === 1)
+        .every((r) => !r.ok),
+    ).toBe(true); // never delivered
     expect(await stateOf(f, d1)).toBe('missing');
-    expect((await request(f.admin).get('/admin/api/targets/ledger/blocked').set(bearer).expect(200)).body.blocked).toEqual([]);
+    expect(
+      (await request(f.admin).get('/admin/api/targets/ledger/blocked').set(bearer).expect(200)).body.blocked,
+    ).toEqual([]);
   }, 60000);
 });
 
@@ -275,12 +393,30 @@ describe('onDeadLetter: skip', () => {
     await deadLettered(f, k1);
     await waitUntil(() => deliveredSteps(w, 'K').length === 3, 5000, 'the later steps delivered');
 
-    expect(requestsOf(w, 'K').map((r) => [r.step, r.ok])).toEqual([[1, false], [1, false], [2, true], [3, true], [4, true]]);
-    const lastK1Answer = Math.max(...requestsOf(w, 'K').filter((r) => r.step === 1).map((r) => r.answeredAt));
-    expect(Math.min(...requestsOf(w, 'K').filter((r) => r.step === 2).map((r) => r.at))).toBeGreaterThanOrEqual(lastK1Answer);
+    expect(requestsOf(w, 'K').map((r) => [r.step, r.ok])).toEqual([
+      [1, false],
+      [1, false],
+      [2, true],
+      [3, true],
+      [4, true],
+    ]);
+    const lastK1Answer = Math.max(
+      ...requestsOf(w, 'K')
+        .filter((r) => r.step === 1)
+        .map((r) => r.answeredAt),
+    );
+    expect(
+      Math.min(
+        ...requestsOf(w, 'K')
+          .filter((r) => r.step === 2)
+          .map((r) => r.at),
+      ),
+    ).toBeGreaterThanOrEqual(lastK1Answer);
     expectEachAfterThePrevious(w, 'K', [2, 3, 4]);
     expect(await counterValue(f.metrics.orderingSkips, { target: 'ledger' })).toBe(1);
-    const skips = f.receiver.logs.lines.filter((l) => String(l.message).startsWith('ordered delivery skipped a dead letter'));
+    const skips = f.receiver.logs.lines.filter((l) =>
+      String(l.message).startsWith('ordered delivery skipped a dead letter'),
+    );
     expect(skips).toEqual([expect.objectContaining({ level: 'warn', target: 'ledger', orderKey: 'K', eventId: k1 })]);
     expect((await f.deadLetters.list({ target: 'ledger' })).map((d) => d.eventId)).toEqual([k1]); // the dead letter itself stays
     await new Promise((r) => setTimeout(r, 600));

@@ -10,7 +10,13 @@ const platform = new FakePlatform();
 /** The target's view of one request: the ordering key and the step (from the body), and what it answered. */
 function parse(r: ReceivedRequest): { key: string; step: number; ok: boolean; at: number; answeredAt: number } {
   const body = JSON.parse(r.body.toString('utf8')) as { data: { data: { request_id: string; step: number } } };
-  return { key: body.data.data.request_id, step: body.data.data.step, ok: r.answered !== undefined && r.answered < 300, at: r.at, answeredAt: r.answeredAt ?? Infinity };
+  return {
+    key: body.data.data.request_id,
+    step: body.data.data.step,
+    ok: r.answered !== undefined && r.answered < 300,
+    at: r.at,
+    answeredAt: r.answeredAt ?? Infinity,
+  };
 }
 
 async function notify(f: ForwardingHarness, key: string, step: number): Promise<string> {
@@ -30,22 +36,43 @@ describe('ordered delivery in one process', () => {
   it('delivers each key in receipt order, one at a time, through failures and retries, keys in parallel', async () => {
     // About one answer in six fails; answers take 0-20 ms.
     let seed = 7;
-    const random = () => ((seed = (seed * 16807) % 2147483647) / 2147483647);
-    target = await TargetServer.start(() => ({ status: random() < 0.17 ? 503 : 200, delayMs: Math.floor(random() * 20) }));
-    f = buildForwarding(platform, [{ name: 'ledger', url: target.url, concurrency: 8, maxAttempts: 20, backoff: { initialMs: 20, maxMs: 100 }, order: { key: 'data.request_id' } }]);
+    const random = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
+    target = await TargetServer.start(() => ({
+      status: random() < 0.17 ? 503 : 200,
+      delayMs: Math.floor(random() * 20),
+    }));
+    f = buildForwarding(platform, [
+      {
+        name: 'ledger',
+        url: target.url,
+        concurrency: 8,
+        maxAttempts: 20,
+        backoff: { initialMs: 20, maxMs: 100 },
+        order: { key: 'data.request_id' },
+      },
+    ]);
     const keys = Array.from({ length: 10 }, (_, i) => `ORD-${i}`);
     // Each key's next notification is sent once the previous one was answered 200; keys interleave.
-    await Promise.all(keys.map(async (key) => {
-      for (let step = 1; step <= 5; step++) await notify(f, key, step);
-    }));
-    await waitUntil(() => new Set(target.successes().map((r) => r.headers['webhook-id'])).size >= 50, 30000, 'all 50 delivered');
+    await Promise.all(
+      keys.map(async (key) => {
+        for (let step = 1; step <= 5; step++) await notify(f, key, step);
+      }),
+    );
+    await waitUntil(
+      () => new Set(target.successes().map((r) => r.headers['webhook-id'])).size >= 50,
+      30000,
+      'all 50 delivered',
+    );
 
     const seen = target.requests.map(parse);
     for (const key of keys) {
       const mine = seen.filter((r) => r.key === key);
       // A 2xx that came after our timeout is delivered again at once (at least once): an immediate
       // repeat of the same step is not out of order.
-      const delivered = mine.filter((r) => r.ok).map((r) => r.step).filter((step, i, all) => step !== all[i - 1]);
+      const delivered = mine
+        .filter((r) => r.ok)
+        .map((r) => r.step)
+        .filter((step, i, all) => step !== all[i - 1]);
       expect(delivered).toEqual([1, 2, 3, 4, 5]);
       // No step was attempted before the one before it succeeded.
       for (let step = 2; step <= 5; step++) {
@@ -56,6 +83,7 @@ describe('ordered delivery in one process', () => {
     }
     expect(target.maxInFlight).toBeGreaterThan(1); // keys went in parallel
     // Every sequence is done and gone.
-    for (const key of keys) expect(await f.receiver.redis.exists(ownKeys.orderSequence(f.pipeline.prefix, 'ledger', keyDigest(key)))).toBe(0);
+    for (const key of keys)
+      expect(await f.receiver.redis.exists(ownKeys.orderSequence(f.pipeline.prefix, 'ledger', keyDigest(key)))).toBe(0);
   }, 60000);
 });

@@ -6,12 +6,25 @@ import { SpanBatch } from '../src/tracing/otlp-batch';
 import { CollectSpans } from './support/collect-spans';
 
 function providerWith(collect: CollectSpans, schemaUrl?: string) {
-  const resource = resourceFromAttributes({ 'service.name': 'webhook-receiver-test', 'deployment.environment.name': 'production', 'process.pid': 4242, 'host.arch': 'amd64' }, { schemaUrl });
+  const resource = resourceFromAttributes(
+    {
+      'service.name': 'webhook-receiver-test',
+      'deployment.environment.name': 'production',
+      'process.pid': 4242,
+      'host.arch': 'amd64',
+    },
+    { schemaUrl },
+  );
   return new BasicTracerProvider({ resource, spanProcessors: [collect] });
 }
 
 const remoteParent = (flags = TraceFlags.SAMPLED): Context =>
-  trace.setSpanContext(ROOT_CONTEXT, { traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7', traceFlags: flags, isRemote: true });
+  trace.setSpanContext(ROOT_CONTEXT, {
+    traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
+    spanId: '00f067aa0ba902b7',
+    traceFlags: flags,
+    isRemote: true,
+  });
 
 /** Spans with every part OTLP carries: links, events, errors, trace state, remote and local parents, each kind of value. */
 function varietyOfSpans(schemaUrl?: string): ReadableSpan[] {
@@ -23,7 +36,12 @@ function varietyOfSpans(schemaUrl?: string): ReadableSpan[] {
   const server = tracer.startSpan('POST /notify/payment', {
     kind: SpanKind.SERVER,
     root: true,
-    links: [{ context: { traceId: 'a'.repeat(32), spanId: 'b'.repeat(16), traceFlags: 1, isRemote: true }, attributes: { 'webhook.link': 'platform traceparent (unsigned)' } }],
+    links: [
+      {
+        context: { traceId: 'a'.repeat(32), spanId: 'b'.repeat(16), traceFlags: 1, isRemote: true },
+        attributes: { 'webhook.link': 'platform traceparent (unsigned)' },
+      },
+    ],
     attributes: { 'http.request.method': 'POST', 'webhook.event_type': 'payment.result' },
   });
   server.setAttributes({
@@ -43,7 +61,11 @@ function varietyOfSpans(schemaUrl?: string): ReadableSpan[] {
     bools: [true, false],
   });
   const parent = trace.setSpan(ROOT_CONTEXT, server);
-  const redis = tracer.startSpan('redis ingest', { kind: SpanKind.CLIENT, attributes: { 'db.system.name': 'redis' } }, parent);
+  const redis = tracer.startSpan(
+    'redis ingest',
+    { kind: SpanKind.CLIENT, attributes: { 'db.system.name': 'redis' } },
+    parent,
+  );
   redis.recordException(new Error('READONLY You can not write against a read only replica.'));
   redis.setStatus({ code: SpanStatusCode.ERROR, message: 'READONLY' });
   redis.end();
@@ -51,7 +73,11 @@ function varietyOfSpans(schemaUrl?: string): ReadableSpan[] {
   server.setStatus({ code: SpanStatusCode.OK });
   server.end();
 
-  const attempt = tracer.startSpan('deliver ledger', { kind: SpanKind.PRODUCER, attributes: { 'webhook.attempt': 3 } }, remoteParent());
+  const attempt = tracer.startSpan(
+    'deliver ledger',
+    { kind: SpanKind.PRODUCER, attributes: { 'webhook.attempt': 3 } },
+    remoteParent(),
+  );
   attempt.end();
   const withState = trace.setSpanContext(ROOT_CONTEXT, {
     traceId: '0af7651916cd43dd8448eb211c80319c',
@@ -67,7 +93,8 @@ function varietyOfSpans(schemaUrl?: string): ReadableSpan[] {
   });
   other.startSpan('internal work', {}, withState).end();
   const operator = other.startSpan('webhook replay', { kind: SpanKind.INTERNAL, root: true });
-  for (let i = 0; i < 3; i++) operator.addLink({ context: { traceId: `${i}`.repeat(32), spanId: 'c'.repeat(16), traceFlags: 0 } });
+  for (let i = 0; i < 3; i++)
+    operator.addLink({ context: { traceId: `${i}`.repeat(32), spanId: 'c'.repeat(16), traceFlags: 0 } });
   operator.end();
   other.startSpan('consumer', { kind: SpanKind.CONSUMER }).end();
   return collect.spans;
@@ -80,7 +107,7 @@ function batchOf(protocol: 'http/protobuf' | 'http/json', spans: ReadableSpan[])
 }
 
 describe('OTLP encoding of ended spans, one at a time', () => {
-  it('when spans of every shape are encoded as protobuf, then the request is byte for byte the OpenTelemetry serializer\'s', () => {
+  it("when spans of every shape are encoded as protobuf, then the request is byte for byte the OpenTelemetry serializer's", () => {
     const spans = varietyOfSpans();
     const ours = Buffer.from(batchOf('http/protobuf', spans).request());
     const theirs = Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!);
@@ -90,19 +117,31 @@ describe('OTLP encoding of ended spans, one at a time', () => {
 
   it('when the resource names a schema, then it is encoded as the serializer does', () => {
     const spans = varietyOfSpans('https://opentelemetry.io/schemas/1.26.0');
-    expect(Buffer.from(batchOf('http/protobuf', spans).request()).equals(Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!))).toBe(true);
-    expect(JSON.parse(Buffer.from(batchOf('http/json', spans).request()).toString())).toEqual(JSON.parse(Buffer.from(JsonTraceSerializer.serializeRequest(spans)!).toString()));
+    expect(
+      Buffer.from(batchOf('http/protobuf', spans).request()).equals(
+        Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!),
+      ),
+    ).toBe(true);
+    expect(JSON.parse(Buffer.from(batchOf('http/json', spans).request()).toString())).toEqual(
+      JSON.parse(Buffer.from(JsonTraceSerializer.serializeRequest(spans)!).toString()),
+    );
   });
 
-  it('when a batch holds a thousand spans, then it is still the serializer\'s request', () => {
+  it("when a batch holds a thousand spans, then it is still the serializer's request", () => {
     const spans = Array.from({ length: 200 }, () => varietyOfSpans()).flat();
     expect(spans.length).toBe(1200);
-    expect(Buffer.from(batchOf('http/protobuf', spans).request()).equals(Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!))).toBe(true);
+    expect(
+      Buffer.from(batchOf('http/protobuf', spans).request()).equals(
+        Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!),
+      ),
+    ).toBe(true);
   });
 
-  it('when spans of every shape are encoded as JSON, then the request parses to the OpenTelemetry serializer\'s', () => {
+  it("when spans of every shape are encoded as JSON, then the request parses to the OpenTelemetry serializer's", () => {
     const spans = varietyOfSpans();
-    const ours = JSON.parse(Buffer.from(batchOf('http/json', spans).request()).toString('utf8')) as { resourceSpans: { scopeSpans: { spans: unknown[] }[] }[] };
+    const ours = JSON.parse(Buffer.from(batchOf('http/json', spans).request()).toString('utf8')) as {
+      resourceSpans: { scopeSpans: { spans: unknown[] }[] }[];
+    };
     const theirs = JSON.parse(Buffer.from(JsonTraceSerializer.serializeRequest(spans)!).toString('utf8')) as unknown;
     expect(ours.resourceSpans[0]!.scopeSpans.map((s) => s.spans.length)).toEqual([3, 3]);
     expect(ours).toEqual(theirs);

@@ -36,10 +36,14 @@ beforeAll(async () => {
     CONFIG_FILE: config,
     ADMIN_TOKEN,
   });
-  const n = platform.signed('payment.result', { body: '{"type":"MERCH","data":{"request_id":"R1","status":"SUCCESS"}}' });
+  const n = platform.signed('payment.result', {
+    body: '{"type":"MERCH","data":{"request_id":"R1","status":"SUCCESS"}}',
+  });
   await postRaw(`http://127.0.0.1:${service.port}`, n.target, n.headers, n.body).expect(200);
   await target.waitFor(() => target.successes().length === 1);
-  const res = await fetch(`http://127.0.0.1:${service.adminPort}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+  const res = await fetch(`http://127.0.0.1:${service.adminPort}/metrics`, {
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+  });
   expect(res.status).toBe(200);
   scrape = await res.text();
 });
@@ -50,25 +54,43 @@ afterAll(async () => {
 
 describe('promtool check metrics on a live scrape', () => {
   it('exits 0 with nothing to say', () => {
-    if (!existsSync(PROMTOOL)) throw new Error(`no promtool at ${PROMTOOL}: apt-get install prometheus (bash .ci/run does), or set PROMTOOL_PATH`);
+    if (!existsSync(PROMTOOL))
+      throw new Error(
+        `no promtool at ${PROMTOOL}: apt-get install prometheus (bash .ci/run does), or set PROMTOOL_PATH`,
+      );
     const run = spawnSync(PROMTOOL, ['check', 'metrics'], { input: scrape, encoding: 'utf8' });
     expect({ status: run.status, output: `${run.stdout}${run.stderr}`.trim() }).toEqual({ status: 0, output: '' });
   });
 
   it('and promtool check rules accepts the example alert rules (config/alerts.yml)', () => {
-    if (!existsSync(PROMTOOL)) throw new Error(`no promtool at ${PROMTOOL}: apt-get install prometheus (bash .ci/run does), or set PROMTOOL_PATH`);
+    if (!existsSync(PROMTOOL))
+      throw new Error(
+        `no promtool at ${PROMTOOL}: apt-get install prometheus (bash .ci/run does), or set PROMTOOL_PATH`,
+      );
     const run = spawnSync(PROMTOOL, ['check', 'rules', path.join(ROOT, 'config/alerts.yml')], { encoding: 'utf8' });
-    expect({ status: run.status, output: run.status === 0 ? '' : `${run.stdout}${run.stderr}` }).toEqual({ status: 0, output: '' });
+    expect({ status: run.status, output: run.status === 0 ? '' : `${run.stdout}${run.stderr}` }).toEqual({
+      status: 0,
+      output: '',
+    });
     expect(run.stdout).toMatch(/SUCCESS: \d+ rules found/);
   });
 });
 
 /** The file of README.md and docs/*.md whose table lists the series, and the series it names. */
 function metricsTable(): { file: string; names: Set<string>; prefixes: string[] } {
-  const files = ['README.md', ...readdirSync(path.join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
-  const file = files.find((f) => /^\| `webhook_notifications_total` \|/m.test(readFileSync(path.join(ROOT, f), 'utf8')));
+  const files = [
+    'README.md',
+    ...readdirSync(path.join(ROOT, 'docs'))
+      .filter((f) => f.endsWith('.md'))
+      .map((f) => `docs/${f}`),
+  ];
+  const file = files.find((f) =>
+    /^\| `webhook_notifications_total` \|/m.test(readFileSync(path.join(ROOT, f), 'utf8')),
+  );
   if (!file) throw new Error('no metrics table (a row for webhook_notifications_total) in README.md or docs/');
-  const rows = readFileSync(path.join(ROOT, file), 'utf8').split('\n').filter((l) => /^\| `[a-z_*]+`/.test(l));
+  const rows = readFileSync(path.join(ROOT, file), 'utf8')
+    .split('\n')
+    .filter((l) => /^\| `[a-z_*]+`/.test(l));
   const names = new Set<string>();
   const prefixes: string[] = [];
   for (const row of rows) {
@@ -95,12 +117,16 @@ describe('the metrics table', () => {
 describe('redocly lint, recommended rules, on docs/openapi.json', () => {
   it('passes', () => {
     const cli = path.join(ROOT, 'node_modules/@redocly/cli/bin/cli.js');
-    const out = execFileSync(process.execPath, [cli, 'lint', '--extends=recommended', '--format=summary', 'docs/openapi.json'], {
-      cwd: ROOT,
-      encoding: 'utf8',
-      env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const out = execFileSync(
+      process.execPath,
+      [cli, 'lint', '--extends=recommended', '--format=summary', 'docs/openapi.json'],
+      {
+        cwd: ROOT,
+        encoding: 'utf8',
+        env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     expect(out).not.toMatch(/^error/m);
   });
 });

@@ -36,7 +36,11 @@ describe('the pipeline', () => {
       expect(await queue.count()).toBe(1);
       const job = await queue.getJob(event.eventId);
       expect(job?.data).toEqual(toDeliveryJob(event, target.name));
-      expect(job?.opts).toMatchObject({ attempts: target.maxAttempts, backoff: { type: 'target' }, removeOnFail: false });
+      expect(job?.opts).toMatchObject({
+        attempts: target.maxAttempts,
+        backoff: { type: 'target' },
+        removeOnFail: false,
+      });
     }
     expect(await pipeline.eventQueue('payment.result').count()).toBe(0); // no second job lifecycle
     const found = await pipeline.findEvent(event.eventId);
@@ -57,7 +61,11 @@ describe('the pipeline', () => {
     expect(found?.kind).toBe('event');
     expect(found?.queue.name).toBe('fx.result');
     expect(found?.job.data).toEqual(event);
-    expect(found?.job.opts).toMatchObject({ attempts: FANOUT_ATTEMPTS, backoff: { type: 'fanout' }, removeOnFail: false });
+    expect(found?.job.opts).toMatchObject({
+      attempts: FANOUT_ATTEMPTS,
+      backoff: { type: 'fanout' },
+      removeOnFail: false,
+    });
     expect(await pipeline.deliveryQueue('crm')!.count()).toBe(0);
   });
 

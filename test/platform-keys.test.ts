@@ -23,7 +23,9 @@ function problemsOf(load: () => unknown): string[] {
 }
 
 function spkiBase64(bits: number): string {
-  return generateKeyPairSync('rsa', { modulusLength: bits }).publicKey.export({ type: 'spki', format: 'der' }).toString('base64');
+  return generateKeyPairSync('rsa', { modulusLength: bits })
+    .publicKey.export({ type: 'spki', format: 'der' })
+    .toString('base64');
 }
 
 describe('platform key strength', () => {
@@ -34,7 +36,13 @@ describe('platform key strength', () => {
     const weak = generateKeyPairSync('rsa', { modulusLength: 1024 }).publicKey;
     const file = path.join(dir, 'weak.pem');
     writeFileSync(file, weak.export({ type: 'spki', format: 'pem' }));
-    const problems = problemsOf(() => loadPlatformKeys([keys.platform_key_a_spki_base64, weak.export({ type: 'spki', format: 'der' }).toString('base64'), `file:${file}`]));
+    const problems = problemsOf(() =>
+      loadPlatformKeys([
+        keys.platform_key_a_spki_base64,
+        weak.export({ type: 'spki', format: 'der' }).toString('base64'),
+        `file:${file}`,
+      ]),
+    );
     expect(problems).toEqual([
       'platformPublicKeys[1]: is a 1024-bit RSA key; at least 2048 bits are required',
       `${file} (PEM block 1): is a 1024-bit RSA key; at least 2048 bits are required`,
@@ -42,14 +50,19 @@ describe('platform key strength', () => {
   });
 
   it('when keys have 2048 or more bits, then they load', () => {
-    expect(loadPlatformKeys([spkiBase64(2048), spkiBase64(3072)]).map((k) => k.asymmetricKeyDetails?.modulusLength)).toEqual([2048, 3072]);
+    expect(
+      loadPlatformKeys([spkiBase64(2048), spkiBase64(3072)]).map((k) => k.asymmetricKeyDetails?.modulusLength),
+    ).toEqual([2048, 3072]);
   });
 });
 
 describe('platform key certificates at start', () => {
   function warningsAt(nowMs: number): [string, Record<string, unknown>][] {
     const warnings: [string, Record<string, unknown>][] = [];
-    const loaded = loadPlatformKeys([keys.platform_key_a_certificate_pem, keys.platform_key_b_spki_base64], { clock: () => nowMs, warn: (m, f) => warnings.push([m, f]) });
+    const loaded = loadPlatformKeys([keys.platform_key_a_certificate_pem, keys.platform_key_b_spki_base64], {
+      clock: () => nowMs,
+      warn: (m, f) => warnings.push([m, f]),
+    });
     expect(loaded).toHaveLength(2);
     return warnings;
   }
@@ -65,7 +78,10 @@ describe('platform key certificates at start', () => {
 
   it('when the certificate is not valid yet, then it warns once', () => {
     expect(warningsAt(CERT_NOT_YET)).toEqual([
-      ['platform key certificate is not valid yet; its key is used already', { source: 'platformPublicKeys[0] (PEM block 1)', notBefore: '2026-01-01T00:00:00.000Z' }],
+      [
+        'platform key certificate is not valid yet; its key is used already',
+        { source: 'platformPublicKeys[0] (PEM block 1)', notBefore: '2026-01-01T00:00:00.000Z' },
+      ],
     ]);
   });
 

@@ -63,7 +63,10 @@ describe('worker processes', () => {
     await service({ ...env, ROLE: 'worker' });
 
     await erp.waitFor(() => erp.successes().length === 1, 15000);
-    expect(erp.requests.map((r) => r.headers['webhook-id'])).toEqual([erp.requests[0]!.headers['webhook-id'], erp.requests[0]!.headers['webhook-id']]);
+    expect(erp.requests.map((r) => r.headers['webhook-id'])).toEqual([
+      erp.requests[0]!.headers['webhook-id'],
+      erp.requests[0]!.headers['webhook-id'],
+    ]);
   });
 
   it('when a worker gets SIGTERM mid-delivery, then it finishes the delivery before it exits', async () => {
@@ -97,7 +100,11 @@ describe('worker processes', () => {
     // The workers stop by cutting their connections; if the queues' close still hangs, the process
     // bound ends it with status 1. Either way it says why.
     const cut = unreachable.lines.find((l) => l.message === WORKERS_CUT);
-    const overall = unreachable.lines.find((l) => l.message === 'shutdown did not finish in time (is Redis reachable?); exiting anyway: in-flight deliveries are picked up again after their lock expires');
+    const overall = unreachable.lines.find(
+      (l) =>
+        l.message ===
+        'shutdown did not finish in time (is Redis reachable?); exiting anyway: in-flight deliveries are picked up again after their lock expires',
+    );
     expect(cut ?? overall).toBeDefined();
     if (overall) expect(overall).toMatchObject({ boundMs: 6000 });
     expect(exit).toBe(overall ? 1 : 0);
@@ -117,12 +124,14 @@ describe('start-up', () => {
     child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
     const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
     expect(code).toBe(78);
-    expect(stderr).toBe([
-      'invalid configuration:',
-      `  - targts: unknown setting; did you mean targets? (in ${file})`,
-      '  - PORT: Invalid input: expected number, received string',
-      '',
-    ].join('\n'));
+    expect(stderr).toBe(
+      [
+        'invalid configuration:',
+        `  - targts: unknown setting; did you mean targets? (in ${file})`,
+        '  - PORT: Invalid input: expected number, received string',
+        '',
+      ].join('\n'),
+    );
   });
 });
 
@@ -130,7 +139,11 @@ describe('start-up warnings', () => {
   it('when a variable looks like a mistyped setting, then the service still starts and says which setting was meant', async () => {
     const env = baseEnv([{ name: 'erp', url: 'http://127.0.0.1:9/hook', events: ['*'] }]);
     const s = await service({ ...env, ROLE: 'receiver', SHUTDOWN_TIMEOUT_MS: '500', SHUTDOWN_TIMOUT_MS: '60000' });
-    expect(s.lines.find((l) => l.message === 'environment variable ignored: not a setting')).toMatchObject({ level: 'warn', variable: 'SHUTDOWN_TIMOUT_MS', didYouMean: 'SHUTDOWN_TIMEOUT_MS' });
+    expect(s.lines.find((l) => l.message === 'environment variable ignored: not a setting')).toMatchObject({
+      level: 'warn',
+      variable: 'SHUTDOWN_TIMOUT_MS',
+      didYouMean: 'SHUTDOWN_TIMEOUT_MS',
+    });
   });
 });
 

@@ -22,9 +22,20 @@ let live: LiveReceiver;
 let reference: RawResponse;
 
 /** A signed notification as raw bytes; `change` may alter the parts after signing. */
-function signedRequest(change: (p: { target: string; headers: [string, string][]; body: Buffer }) => void = () => undefined): Buffer {
+function signedRequest(
+  change: (p: { target: string; headers: [string, string][]; body: Buffer }) => void = () => undefined,
+): Buffer {
   const n = platform.signed('payment.result');
-  const parts = { target: n.target, headers: [['Host', 'localhost'], ['Connection', 'close'], ...Object.entries(n.headers), ['Content-Length', String(n.body.length)]] as [string, string][], body: n.body };
+  const parts = {
+    target: n.target,
+    headers: [
+      ['Host', 'localhost'],
+      ['Connection', 'close'],
+      ...Object.entries(n.headers),
+      ['Content-Length', String(n.body.length)],
+    ] as [string, string][],
+    body: n.body,
+  };
   change(parts);
   return rawRequest('POST', parts.target, parts.headers, parts.body);
 }
@@ -47,7 +58,10 @@ function expectEnvelopeAndSecurityHeaders(res: RawResponse, status: number, retC
 }
 
 beforeAll(async () => {
-  live = await startLiveReceiver(keyEnv, (c) => ({ ...c, http: { headersTimeoutMs: 1000, requestTimeoutMs: 1500, keepAliveTimeoutMs: 1000 } }));
+  live = await startLiveReceiver(keyEnv, (c) => ({
+    ...c,
+    http: { headersTimeoutMs: 1000, requestTimeoutMs: 1500, keepAliveTimeoutMs: 1000 },
+  }));
   reference = await only(live.port, signedRequest());
 });
 afterAll(() => live.close());
@@ -60,14 +74,27 @@ describe('every answer of the public port carries the envelope and the security 
   });
 
   it('401: a notification whose body changed after signing', async () => {
-    const res = await only(live.port, signedRequest((p) => (p.body = Buffer.from(p.body.toString().replace('}', ',"x":1}')), p.headers.pop(), p.headers.push(['Content-Length', String(p.body.length)]))));
+    const res = await only(
+      live.port,
+      signedRequest(
+        (p) => (
+          (p.body = Buffer.from(p.body.toString().replace('}', ',"x":1}'))),
+          p.headers.pop(),
+          p.headers.push(['Content-Length', String(p.body.length)])
+        ),
+      ),
+    );
     expectEnvelopeAndSecurityHeaders(res, 401, RET_CODES.signature);
   });
 
   it('403: a notification from outside PLATFORM_SOURCE_CIDRS, behind a trusted proxy', async () => {
     // Without a trusted proxy such a connection is closed on arrival, unanswered (test/connection-slots.test.ts);
     // behind one, the address comes from X-Forwarded-For once the headers are read, and the refusal is an answer.
-    const pinned = await startLiveReceiver({ ...keyEnv, PLATFORM_SOURCE_CIDRS: '203.0.113.0/24', TRUST_PROXY: 'loopback' });
+    const pinned = await startLiveReceiver({
+      ...keyEnv,
+      PLATFORM_SOURCE_CIDRS: '203.0.113.0/24',
+      TRUST_PROXY: 'loopback',
+    });
     try {
       const res = await only(pinned.port, signedRequest());
       expectEnvelopeAndSecurityHeaders(res, 403, RET_CODES.forbidden);
@@ -77,18 +104,42 @@ describe('every answer of the public port carries the envelope and the security 
   });
 
   it('404: an unknown path', async () => {
-    const res = await only(live.port, rawRequest('POST', '/api/v2/merch/nothing/notify', [['Host', 'x'], ['Content-Length', '2'], ['Connection', 'close']], Buffer.from('{}')));
+    const res = await only(
+      live.port,
+      rawRequest(
+        'POST',
+        '/api/v2/merch/nothing/notify',
+        [
+          ['Host', 'x'],
+          ['Content-Length', '2'],
+          ['Connection', 'close'],
+        ],
+        Buffer.from('{}'),
+      ),
+    );
     expectEnvelopeAndSecurityHeaders(res, 404, RET_CODES.notFound);
   });
 
   it('405: a notify path with GET, with Allow: POST', async () => {
-    const res = await only(live.port, rawRequest('GET', '/api/v2/merch/pay/notify', [['Host', 'x'], ['Connection', 'close']]));
+    const res = await only(
+      live.port,
+      rawRequest('GET', '/api/v2/merch/pay/notify', [
+        ['Host', 'x'],
+        ['Connection', 'close'],
+      ]),
+    );
     expectEnvelopeAndSecurityHeaders(res, 405, RET_CODES.methodNotAllowed);
     expect(res.headers.allow).toBe('POST');
   });
 
   it('405: /healthz with OPTIONS (no router answers it behind our back)', async () => {
-    const res = await only(live.port, rawRequest('OPTIONS', '/healthz', [['Host', 'x'], ['Connection', 'close']]));
+    const res = await only(
+      live.port,
+      rawRequest('OPTIONS', '/healthz', [
+        ['Host', 'x'],
+        ['Connection', 'close'],
+      ]),
+    );
     expectEnvelopeAndSecurityHeaders(res, 405, RET_CODES.methodNotAllowed);
     expect(res.headers.allow).toBe('GET, HEAD');
   });
@@ -99,13 +150,24 @@ describe('every answer of the public port carries the envelope and the security 
   });
 
   it('200: liveness, with the envelope and the status field', async () => {
-    const res = await only(live.port, rawRequest('GET', '/healthz', [['Host', 'x'], ['Connection', 'close']]));
+    const res = await only(
+      live.port,
+      rawRequest('GET', '/healthz', [
+        ['Host', 'x'],
+        ['Connection', 'close'],
+      ]),
+    );
     expectEnvelopeAndSecurityHeaders(res, 200, '000000');
     expect(JSON.parse(res.body.toString())).toMatchObject({ status: 'ok' });
   });
 
   it('413: a declared body over the limit, refused before it is read, and the connection closed', async () => {
-    const res = await only(live.port, signedRequest((p) => (p.headers.pop(), p.headers.push(['Content-Length', String(live.config.bodyLimitBytes + 1)]))));
+    const res = await only(
+      live.port,
+      signedRequest(
+        (p) => (p.headers.pop(), p.headers.push(['Content-Length', String(live.config.bodyLimitBytes + 1)])),
+      ),
+    );
     expectEnvelopeAndSecurityHeaders(res, 413, RET_CODES.payloadTooLarge);
     expect(res.headers.connection).toBe('close');
     expect(live.logs.find((l) => l.reason === 'body_too_large')).toBeDefined();
@@ -117,14 +179,20 @@ describe('every answer of the public port carries the envelope and the security 
     // A client that writes its body in pieces and reads once it has written it all, as a simple
     // client does: the answer is sent after the headers, while the rest is still on its way.
     const oversized = Buffer.alloc(live.config.bodyLimitBytes * 2, 'a');
-    const request = signedRequest((p) => (p.headers.pop(), p.headers.push(['Content-Length', String(oversized.length)]), (p.body = oversized)));
-    const pieces = Array.from({ length: 8 }, (_, i) => request.subarray((i * request.length) / 8, ((i + 1) * request.length) / 8));
+    const request = signedRequest(
+      (p) => (p.headers.pop(), p.headers.push(['Content-Length', String(oversized.length)]), (p.body = oversized)),
+    );
+    const pieces = Array.from({ length: 8 }, (_, i) =>
+      request.subarray((i * request.length) / 8, ((i + 1) * request.length) / 8),
+    );
     const readAfterWriting = () =>
       new Promise<string>((resolve) => {
         const socket = connect(live.port, '127.0.0.1');
         socket.pause();
         const chunks: Buffer[] = [];
-        socket.on('error', (err: NodeJS.ErrnoException) => resolve(Buffer.concat(chunks).toString('latin1', 9, 12) || String(err.code)));
+        socket.on('error', (err: NodeJS.ErrnoException) =>
+          resolve(Buffer.concat(chunks).toString('latin1', 9, 12) || String(err.code)),
+        );
         socket.on('data', (c: Buffer) => chunks.push(c));
         socket.on('end', () => resolve(Buffer.concat(chunks).toString('latin1', 9, 12)));
         const next = (i: number) => {
@@ -138,8 +206,15 @@ describe('every answer of the public port carries the envelope and the security 
 
   it('413: a chunked body that grows over the limit', async () => {
     const chunk = Buffer.alloc(64 * 1024, 'a');
-    const framed = Buffer.concat(Array.from({ length: 5 }, () => Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n')])));
-    const res = await only(live.port, signedRequest((p) => (p.headers.pop(), p.headers.push(['Transfer-Encoding', 'chunked']), (p.body = framed))));
+    const framed = Buffer.concat(
+      Array.from({ length: 5 }, () =>
+        Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n')]),
+      ),
+    );
+    const res = await only(
+      live.port,
+      signedRequest((p) => (p.headers.pop(), p.headers.push(['Transfer-Encoding', 'chunked']), (p.body = framed))),
+    );
     expectEnvelopeAndSecurityHeaders(res, 413, RET_CODES.payloadTooLarge);
   });
 
@@ -150,13 +225,19 @@ describe('every answer of the public port carries the envelope and the security 
   });
 
   it('400: an HTTP/1.1 request without Host, which Node would answer bare', async () => {
-    const res = await only(live.port, signedRequest((p) => p.headers.splice(0, 1)));
+    const res = await only(
+      live.port,
+      signedRequest((p) => p.headers.splice(0, 1)),
+    );
     expectEnvelopeAndSecurityHeaders(res, 400, RET_CODES.badRequest);
     expect(live.logs.find((l) => l.reason === 'missing_host')).toBeDefined();
   });
 
   it('417: an Expect other than 100-continue, which Node would answer bare', async () => {
-    const res = await only(live.port, signedRequest((p) => p.headers.push(['Expect', 'something-else'])));
+    const res = await only(
+      live.port,
+      signedRequest((p) => p.headers.push(['Expect', 'something-else'])),
+    );
     expectEnvelopeAndSecurityHeaders(res, 417, RET_CODES.expectationFailed);
   });
 
@@ -168,8 +249,11 @@ describe('every answer of the public port carries the envelope and the security 
     expect(await counterValue(live.metrics.portRefusals, { reason: 'request_timeout' })).toBeGreaterThanOrEqual(1);
   });
 
-  it('431: a header block over Node\'s limit', async () => {
-    const res = await only(live.port, signedRequest((p) => p.headers.push(['X-Padding', 'p'.repeat(20 * 1024)])));
+  it("431: a header block over Node's limit", async () => {
+    const res = await only(
+      live.port,
+      signedRequest((p) => p.headers.push(['X-Padding', 'p'.repeat(20 * 1024)])),
+    );
     expectEnvelopeAndSecurityHeaders(res, 431, RET_CODES.headersTooLarge);
   });
 });
@@ -181,7 +265,12 @@ describe('answers that need a failing dependency', () => {
     const logger = createLogger('info', logs.stream);
     const metrics = createMetrics(undefined, false);
     const broken = () => Promise.reject(new TypeError('a bug, not an outage'));
-    const verifierOptions = { environments: loadEnvironments(config), headerPrefix: 'x-svc', schemes: ['current' as const], toleranceMs: config.timestampToleranceMs };
+    const verifierOptions = {
+      environments: loadEnvironments(config),
+      headerPrefix: 'x-svc',
+      schemes: ['current' as const],
+      toleranceMs: config.timestampToleranceMs,
+    };
     const app = createApp({
       // The failing ingest is the point of this test: a bug below the route, not Redis being down.
       signature: createSignatureCheck(verifierOptions),
@@ -194,7 +283,12 @@ describe('answers that need a failing dependency', () => {
       basePath: '',
       bodyLimitBytes: config.bodyLimitBytes,
     });
-    const server: Server = createPublicServer(app, { ...config.http, maxConnections: 10, bodyLimitBytes: config.bodyLimitBytes }, logger, metrics);
+    const server: Server = createPublicServer(
+      app,
+      { ...config.http, maxConnections: 10, bodyLimitBytes: config.bodyLimitBytes },
+      logger,
+      metrics,
+    );
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
     try {
       const res = await only((server.address() as AddressInfo).port, signedRequest());

@@ -20,7 +20,13 @@ beforeAll(async () => {
   crm = await TargetServer.start(() => ({ status: 503, body: 'database is down' }));
   const closedPort = await freePort();
   f = buildForwarding(platform, [
-    { name: 'crm', url: crm.url, maxAttempts: 2, secret: SECRET, headers: { authorization: 'Bearer internal-token-123' } },
+    {
+      name: 'crm',
+      url: crm.url,
+      maxAttempts: 2,
+      secret: SECRET,
+      headers: { authorization: 'Bearer internal-token-123' },
+    },
     { name: 'gone', url: `http://127.0.0.1:${closedPort}/hooks`, maxAttempts: 1 },
   ]);
   await platform.send(f.receiver.app, platform.signed('payment.result')).expect(200);
@@ -48,7 +54,12 @@ describe('a delivery that failed with HTTP 503', () => {
         latencyMs: expect.any(Number),
         responseExcerpt: 'database is down',
         error: expect.stringMatching(/^HTTP 503 after \d+ ms: database is down$/),
-        requestHeaders: { 'webhook-id': eventId, authorization: 'Bearer ***', 'webhook-signature': '***', 'content-type': 'application/json' },
+        requestHeaders: {
+          'webhook-id': eventId,
+          authorization: 'Bearer ***',
+          'webhook-signature': '***',
+          'content-type': 'application/json',
+        },
       });
       expect(Date.parse(attempt.at)).not.toBeNaN();
     }
@@ -57,8 +68,11 @@ describe('a delivery that failed with HTTP 503', () => {
     expect(JSON.stringify(res.body)).not.toContain('internal-token-123');
   });
 
-  it('the dashboard\'s JSON API shows the readable reason and an empty stack trace', async () => {
-    const res = await request(f.admin).get('/admin/queues/api/queues?activeQueue=deliver.crm&status=failed&page=1').set(bearer).expect(200);
+  it("the dashboard's JSON API shows the readable reason and an empty stack trace", async () => {
+    const res = await request(f.admin)
+      .get('/admin/queues/api/queues?activeQueue=deliver.crm&status=failed&page=1')
+      .set(bearer)
+      .expect(200);
     const queue = res.body.queues.find((q: { name: string }) => q.name === 'deliver.crm');
     expect(queue.jobs).toHaveLength(1);
     expect(queue.jobs[0].failedReason).toMatch(/^HTTP 503 after \d+ ms: database is down$/);
@@ -68,15 +82,25 @@ describe('a delivery that failed with HTTP 503', () => {
 
   it('the job log holds every attempt, the dead letter its last one', async () => {
     const { logs } = await f.pipeline.deliveryQueue('crm')!.getJobLogs(eventId);
-    expect(logs.map((l) => JSON.parse(l))).toMatchObject([{ attempt: 1, status: 503 }, { attempt: 2, status: 503 }]);
+    expect(logs.map((l) => JSON.parse(l))).toMatchObject([
+      { attempt: 1, status: 503 },
+      { attempt: 2, status: 503 },
+    ]);
     const [dead] = await f.deadLetters.list({ target: 'crm' });
-    expect(dead!.lastFailure).toMatchObject({ errorClass: 'http_status', status: 503, responseExcerpt: 'database is down' });
+    expect(dead!.lastFailure).toMatchObject({
+      errorClass: 'http_status',
+      status: 503,
+      responseExcerpt: 'database is down',
+    });
   });
 });
 
 it('a target that refuses connections is classed connection_refused, with its code', async () => {
   const [dead] = await f.deadLetters.list({ target: 'gone' });
-  expect(dead!.lastFailure).toMatchObject({ errorClass: 'connection_refused', error: expect.stringMatching(/^connection refused \(ECONNREFUSED\) after \d+ ms$/) });
+  expect(dead!.lastFailure).toMatchObject({
+    errorClass: 'connection_refused',
+    error: expect.stringMatching(/^connection refused \(ECONNREFUSED\) after \d+ ms$/),
+  });
   expect(dead!.reason).toBe(dead!.lastFailure!.error);
 });
 
@@ -84,10 +108,12 @@ describe('repeated identical errors', () => {
   it('are logged at the first occurrence, then once per interval with a count', async () => {
     const capture = new LogCapture();
     const logger = createLogger('info', capture.stream, { repeatIntervalMs: 300 });
-    for (let i = 0; i < 50; i++) logger.repeated('warn', 'redis:ECONNREFUSED', 'redis connection error', { error: 'connect ECONNREFUSED', i });
+    for (let i = 0; i < 50; i++)
+      logger.repeated('warn', 'redis:ECONNREFUSED', 'redis connection error', { error: 'connect ECONNREFUSED', i });
     logger.repeated('warn', 'redis:other', 'redis connection error', { error: 'Connection is closed.' });
     await new Promise((r) => setTimeout(r, 450));
-    for (let i = 0; i < 3; i++) logger.repeated('warn', 'redis:ECONNREFUSED', 'redis connection error', { error: 'connect ECONNREFUSED' });
+    for (let i = 0; i < 3; i++)
+      logger.repeated('warn', 'redis:ECONNREFUSED', 'redis connection error', { error: 'connect ECONNREFUSED' });
     logger.repeated.flush();
     await new Promise((r) => setImmediate(r));
 

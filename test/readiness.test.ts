@@ -12,7 +12,11 @@ let admin: ReturnType<typeof wireAdmin>;
 
 beforeAll(async () => {
   redis = await RedisServer.start();
-  h = buildHarness({ PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64, REDIS_URL: redis.url, ADMIN_TOKEN: 'readiness-token-0123456789' });
+  h = buildHarness({
+    PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64,
+    REDIS_URL: redis.url,
+    ADMIN_TOKEN: 'readiness-token-0123456789',
+  });
   admin = wireAdmin(h.config, h.pipeline, h.metrics.registry, createLogger('error'));
 });
 afterAll(async () => {

@@ -48,30 +48,43 @@ describe('receiving a signed notification', () => {
       expect(data.payload).toEqual(JSON.parse(n.body.toString('utf8')));
       expect(Date.parse(data.receivedAt)).not.toBeNaN();
       const line = h.logs.find((l) => l.message === 'notification received');
-      expect(line).toMatchObject({ eventId: data.eventId, eventType: type, outcome: 'accepted', nonce: n.headers['x-svc-nonce'] });
+      expect(line).toMatchObject({
+        eventId: data.eventId,
+        eventType: type,
+        outcome: 'accepted',
+        nonce: n.headers['x-svc-nonce'],
+      });
       expect(typeof line!.latencyMs).toBe('number');
     },
   );
 
   it('when the platform adds unknown fields, then the payload keeps them', async () => {
-    const n = platform.signed('payment.result', { body: '{"type":"MERCH","data":{"x":1},"brand_new_field":{"deep":[1,2]}}' });
+    const n = platform.signed('payment.result', {
+      body: '{"type":"MERCH","data":{"x":1},"brand_new_field":{"deep":[1,2]}}',
+    });
     await platform.send(h.app, n).expect(200);
     const [job] = await jobsIn('payment.result');
     expect(job!.data.payload).toEqual({ type: 'MERCH', data: { x: 1 }, brand_new_field: { deep: [1, 2] } });
   });
 
-  it('when the same body comes again under another X-Merch-Id, then it stays one event, the first header\'s, and the copy is a conflict', async () => {
+  it("when the same body comes again under another X-Merch-Id, then it stays one event, the first header's, and the copy is a conflict", async () => {
     // X-Merch-Id is not signed: a copy re-sent under another one must not become a second event.
     const body = '{"type":"MERCH","data":{"status":"SUCCESS"}}';
     const answers = [];
     for (const sub of ['SUB-1', 'SUB-2']) {
       const n = platform.signed('payment.result', { body });
-      answers.push((await platform.send(h.app, { ...n, headers: { ...n.headers, 'x-merch-id': sub } }).expect(200)).body);
+      answers.push(
+        (await platform.send(h.app, { ...n, headers: { ...n.headers, 'x-merch-id': sub } }).expect(200)).body,
+      );
     }
     const jobs = await jobsIn('payment.result');
     expect(jobs.map((j) => j.data.merchantId)).toEqual(['SUB-1']);
     expect(answers[1]).toEqual(answers[0]);
-    expect(h.logs.find((l) => l.outcome === 'conflict')).toMatchObject({ level: 'warn', merchantId: 'SUB-2', firstMerchantId: 'SUB-1' });
+    expect(h.logs.find((l) => l.outcome === 'conflict')).toMatchObject({
+      level: 'warn',
+      merchantId: 'SUB-2',
+      firstMerchantId: 'SUB-1',
+    });
   });
 
   it.each([
@@ -80,20 +93,31 @@ describe('receiving a signed notification', () => {
     ['with a slash', 'SUB/1'],
     ['sent twice (joined by Node)', 'SUB-1, SUB-2'],
     ['with a newline escape', 'SUB%0A1'],
-  ])('when X-Merch-Id is malformed (%s), then it answers 400 with the envelope and the reason, and queues nothing', async (_case, value) => {
-    const n = platform.signed('payment.result');
-    const res = await platform.send(h.app, { ...n, headers: { ...n.headers, 'x-merch-id': value } });
+  ])(
+    'when X-Merch-Id is malformed (%s), then it answers 400 with the envelope and the reason, and queues nothing',
+    async (_case, value) => {
+      const n = platform.signed('payment.result');
+      const res = await platform.send(h.app, { ...n, headers: { ...n.headers, 'x-merch-id': value } });
 
-    expect(res.status).toBe(400);
-    expect(res.body).toEqual({ ret_code: '400000', ret_msg: expect.stringMatching(/X-Merch-Id/) });
-    expect(res.headers['x-content-type-options']).toBe('nosniff');
-    expect(await jobsIn('payment.result')).toHaveLength(0);
-    expect(h.logs.find((l) => l.message === 'notification rejected' && l.reason === 'malformed_merchant_id')).toBeDefined();
-    expect(await counterValue(h.metrics.notifications, { event_type: 'payment.result', outcome: 'rejected', reason: 'malformed_merchant_id' })).toBe(1);
-    // Refused before anything was remembered: the genuine request with the same nonce still goes through.
-    await platform.send(h.app, n).expect(200);
-    expect(await jobsIn('payment.result')).toHaveLength(1);
-  });
+      expect(res.status).toBe(400);
+      expect(res.body).toEqual({ ret_code: '400000', ret_msg: expect.stringMatching(/X-Merch-Id/) });
+      expect(res.headers['x-content-type-options']).toBe('nosniff');
+      expect(await jobsIn('payment.result')).toHaveLength(0);
+      expect(
+        h.logs.find((l) => l.message === 'notification rejected' && l.reason === 'malformed_merchant_id'),
+      ).toBeDefined();
+      expect(
+        await counterValue(h.metrics.notifications, {
+          event_type: 'payment.result',
+          outcome: 'rejected',
+          reason: 'malformed_merchant_id',
+        }),
+      ).toBe(1);
+      // Refused before anything was remembered: the genuine request with the same nonce still goes through.
+      await platform.send(h.app, n).expect(200);
+      expect(await jobsIn('payment.result')).toHaveLength(1);
+    },
+  );
 
   it('when X-Merch-Id is sent, then the event keeps it', async () => {
     const n = platform.signed('payment.result');
@@ -157,7 +181,11 @@ describe('quarantine', () => {
     expect(await jobsIn('settlement.result')).toHaveLength(0);
     const [job] = await quarantined();
     const data = job!.data;
-    expect(data).toMatchObject({ eventType: 'settlement.result', rawBody: 'status=SUCCESS&id=1', nonce: n.headers['x-svc-nonce'] });
+    expect(data).toMatchObject({
+      eventType: 'settlement.result',
+      rawBody: 'status=SUCCESS&id=1',
+      nonce: n.headers['x-svc-nonce'],
+    });
     expect(data.errors[0]).toMatch(/not JSON/);
     expect(data.errors.join()).not.toContain('status='); // no payload text in errors, which are logged
     expect(h.logs.find((l) => l.level === 'error' && l.outcome === 'quarantined')).toBeDefined();
@@ -206,7 +234,12 @@ describe('bad requests', () => {
   it('answers notify paths with the same helmet headers as every other route', async () => {
     const notify = await platform.send(h.app, platform.signed('payment.result')).expect(200);
     const other = await request(h.app).get('/healthz');
-    for (const name of ['content-security-policy', 'x-content-type-options', 'strict-transport-security', 'x-frame-options']) {
+    for (const name of [
+      'content-security-policy',
+      'x-content-type-options',
+      'strict-transport-security',
+      'x-frame-options',
+    ]) {
       expect(notify.headers[name]).toBeDefined();
       expect(notify.headers[name]).toBe(other.headers[name]);
     }
@@ -223,7 +256,10 @@ describe('bad requests', () => {
 describe('behind a CALLBACK_BASE_PATH', () => {
   let prefixed: Harness;
   beforeAll(() => {
-    prefixed = buildHarness({ PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64, CALLBACK_BASE_PATH: '/hooks/platform' });
+    prefixed = buildHarness({
+      PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64,
+      CALLBACK_BASE_PATH: '/hooks/platform',
+    });
   });
   afterAll(() => prefixed.close());
 

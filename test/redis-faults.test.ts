@@ -50,14 +50,14 @@ describe('when Redis is down', () => {
 
     expect(res.status).toBe(503);
     expect(res.body).toEqual({ ret_code: '503000', ret_msg: expect.stringMatching(/not stored/) });
-    expect(took).toBeLessThan(ENQUEUE_TIMEOUT_MS + 1000) // the bound plus scheduling slack on a loaded machine;
+    expect(took).toBeLessThan(ENQUEUE_TIMEOUT_MS + 1000); // the bound plus scheduling slack on a loaded machine;
     expect(h.logs.find((l) => l.outcome === 'unavailable' && l.level === 'error')).toBeDefined();
 
     await redis.start();
     await waitFor200(10_000);
   });
 
-  it('then the refused notification is delivered on the platform\'s next attempt', async () => {
+  it("then the refused notification is delivered on the platform's next attempt", async () => {
     await platform.send(h.app, platform.signed('fx.result')).expect(200); // connection is up
     const n = platform.signed('payment.result');
     await redis.stop();
@@ -88,7 +88,7 @@ describe('when Redis stalls', () => {
 
     expect(res.status).toBe(503);
     expect(took).toBeGreaterThanOrEqual(ENQUEUE_TIMEOUT_MS - 50);
-    expect(took).toBeLessThan(ENQUEUE_TIMEOUT_MS + 1000) // the bound plus scheduling slack on a loaded machine;
+    expect(took).toBeLessThan(ENQUEUE_TIMEOUT_MS + 1000); // the bound plus scheduling slack on a loaded machine;
 
     const retry = await platform.send(h.app, n);
     expect(retry.status).toBe(200);

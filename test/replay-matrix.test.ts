@@ -31,8 +31,14 @@ interface Row {
   resend: (s: Sent) => Sent;
 }
 
-const withHeaders = (s: Sent, headers: Record<string, string>): Sent => ({ ...s, headers: { ...s.headers, ...headers } });
-const withoutHeader = (s: Sent, name: string): Sent => ({ ...s, headers: Object.fromEntries(Object.entries(s.headers).filter(([k]) => k !== name)) });
+const withHeaders = (s: Sent, headers: Record<string, string>): Sent => ({
+  ...s,
+  headers: { ...s.headers, ...headers },
+});
+const withoutHeader = (s: Sent, name: string): Sent => ({
+  ...s,
+  headers: Object.fromEntries(Object.entries(s.headers).filter(([k]) => k !== name)),
+});
 const onPath = (s: Sent, path: string): Sent => ({ ...s, target: path });
 const withMerchant = (id: string) => (s: Sent) => withHeaders(s, { 'x-merch-id': id });
 
@@ -44,9 +50,15 @@ const UNSIGNED_HEADER_ROWS: Row[] = [
   { name: 'X-Merch-Id removed', original: withMerchant('SUB-1'), resend: (s) => withoutHeader(s, 'x-merch-id') },
   { name: 'X-Merch-Id empty', original: withMerchant('SUB-1'), resend: withMerchant('') },
   { name: 'User-Agent changed', resend: (s) => withHeaders(s, { 'user-agent': 'replayer/1.0' }) },
-  { name: 'Content-Type with charset', resend: (s) => withHeaders(s, { 'content-type': 'application/json; charset=utf-8' }) },
+  {
+    name: 'Content-Type with charset',
+    resend: (s) => withHeaders(s, { 'content-type': 'application/json; charset=utf-8' }),
+  },
   { name: 'Content-Type text/plain', resend: (s) => withHeaders(s, { 'content-type': 'text/plain' }) },
-  { name: 'X-Forwarded-For and an unknown header added', resend: (s) => withHeaders(s, { 'x-forwarded-for': '203.0.113.9', 'x-anything': '1' }) },
+  {
+    name: 'X-Forwarded-For and an unknown header added',
+    resend: (s) => withHeaders(s, { 'x-forwarded-for': '203.0.113.9', 'x-anything': '1' }),
+  },
   { name: 'query string added', resend: (s) => onPath(s, `${s.target}?again=1`) },
 ];
 
@@ -57,7 +69,11 @@ const CURRENT_ONLY_ROWS: Row[] = [
 
 const OTHER_PATH_ROWS: Row[] = OTHER_PATHS.flatMap((path) => [
   { name: `on ${path}`, resend: (s: Sent) => onPath(s, path) },
-  { name: `on ${path} with X-Merch-Id changed`, original: withMerchant('SUB-1'), resend: (s: Sent) => withMerchant('SUB-9')(onPath(s, path)) },
+  {
+    name: `on ${path} with X-Merch-Id changed`,
+    original: withMerchant('SUB-1'),
+    resend: (s: Sent) => withMerchant('SUB-9')(onPath(s, path)),
+  },
 ]);
 
 /** Ways to write the same signature bytes in the header (the signer sends URL-encoded Base64). */
@@ -67,18 +83,28 @@ const ENCODINGS: [string, (header: string) => string][] = [
   ['plain with only + as %2B', (v) => decodeURIComponent(v).replace(/\+/g, '%2B')],
   ['plain with only / as %2F', (v) => decodeURIComponent(v).replace(/\//g, '%2F')],
   ['plain with only = as %3D', (v) => decodeURIComponent(v).replace(/=/g, '%3D')],
-  ['an ordinary character percent-escaped', (v) => v.replace(/[A-Za-z0-9]/, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)],
+  [
+    'an ordinary character percent-escaped',
+    (v) => v.replace(/[A-Za-z0-9]/, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`),
+  ],
   ['every a escaped as %61', (v) => v.replace(/a/g, '%61')],
   ['padding dropped (non-canonical)', (v) => v.replace(/(%3D)+$/, '')],
   ['plain with padding dropped (non-canonical)', (v) => decodeURIComponent(v).replace(/=+$/, '')],
 ];
 
 function encodingRows(signatureHeader: string): Row[] {
-  const reencode = (s: Sent, encode: (v: string) => string) => withHeaders(s, { [signatureHeader]: encode(s.headers[signatureHeader]!) });
+  const reencode = (s: Sent, encode: (v: string) => string) =>
+    withHeaders(s, { [signatureHeader]: encode(s.headers[signatureHeader]!) });
   return ENCODINGS.flatMap(([name, encode], i) => [
     { name: `signature as ${name}`, resend: (s: Sent) => reencode(s, encode) },
-    { name: `signature as ${name}, X-Merch-Id added`, resend: (s: Sent) => withMerchant('SUB-ENC')(reencode(s, encode)) },
-    { name: `signature as ${name}, on ${OTHER_PATHS[i % OTHER_PATHS.length]}`, resend: (s: Sent) => onPath(reencode(s, encode), OTHER_PATHS[i % OTHER_PATHS.length]!) },
+    {
+      name: `signature as ${name}, X-Merch-Id added`,
+      resend: (s: Sent) => withMerchant('SUB-ENC')(reencode(s, encode)),
+    },
+    {
+      name: `signature as ${name}, on ${OTHER_PATHS[i % OTHER_PATHS.length]}`,
+      resend: (s: Sent) => onPath(reencode(s, encode), OTHER_PATHS[i % OTHER_PATHS.length]!),
+    },
   ]);
 }
 
@@ -92,8 +118,16 @@ interface Outcome {
 }
 
 describe.each([
-  ['current scheme (the same nonce)', 'current', [...UNSIGNED_HEADER_ROWS, ...CURRENT_ONLY_ROWS, ...OTHER_PATH_ROWS, ...encodingRows('x-svc-sign')]],
-  ['legacy v1.2 scheme (the same signature)', 'legacy', [...UNSIGNED_HEADER_ROWS, ...OTHER_PATH_ROWS, ...encodingRows('signature')]],
+  [
+    'current scheme (the same nonce)',
+    'current',
+    [...UNSIGNED_HEADER_ROWS, ...CURRENT_ONLY_ROWS, ...OTHER_PATH_ROWS, ...encodingRows('x-svc-sign')],
+  ],
+  [
+    'legacy v1.2 scheme (the same signature)',
+    'legacy',
+    [...UNSIGNED_HEADER_ROWS, ...OTHER_PATH_ROWS, ...encodingRows('signature')],
+  ],
 ] as const)('the replay matrix, %s', (_title, scheme, rows) => {
   let f: ForwardingHarness;
   let target: TargetServer;
@@ -115,19 +149,35 @@ describe.each([
     }
     const timestamp = Date.now();
     const body = Buffer.from(sampleBody(TYPE, { timestamp }));
-    const headers = { 'content-type': 'application/json', ...signLegacy(platform.keys.privateKeyPem, MERCHANT_ID, timestamp, body) };
-    return { sent: { target: EVENT_TABLE.find((e) => e.type === TYPE)!.path, headers, body }, marker: requestIdOf(body) };
+    const headers = {
+      'content-type': 'application/json',
+      ...signLegacy(platform.keys.privateKeyPem, MERCHANT_ID, timestamp, body),
+    };
+    return {
+      sent: { target: EVENT_TABLE.find((e) => e.type === TYPE)!.path, headers, body },
+      marker: requestIdOf(body),
+    };
   }
 
   /** Replays counted, whichever path the resend took. */
   async function replays(): Promise<number> {
-    const counts = await Promise.all(EVENT_TABLE.map((e) => counterValue(f.metrics.notifications, { event_type: e.type, outcome: 'replay' })));
+    const counts = await Promise.all(
+      EVENT_TABLE.map((e) => counterValue(f.metrics.notifications, { event_type: e.type, outcome: 'replay' })),
+    );
     return counts.reduce((a, b) => a + b, 0);
   }
 
   /** Re-typed legacy copies held, whichever path the resend took. */
   async function heldAsReused(): Promise<number> {
-    const counts = await Promise.all(EVENT_TABLE.map((e) => counterValue(f.metrics.notifications, { event_type: e.type, outcome: 'quarantined', reason: 'signature_reused' })));
+    const counts = await Promise.all(
+      EVENT_TABLE.map((e) =>
+        counterValue(f.metrics.notifications, {
+          event_type: e.type,
+          outcome: 'quarantined',
+          reason: 'signature_reused',
+        }),
+      ),
+    );
     return counts.reduce((a, b) => a + b, 0);
   }
 
@@ -154,7 +204,10 @@ describe.each([
   // the replay counter tells each row's outcome) and the queues settle once for all of them.
   beforeAll(async () => {
     target = await TargetServer.start();
-    f = buildForwarding(platform, [{ name: 'ledger', url: target.url }], { SIGNATURE_SCHEMES: 'current,legacy', MERCHANT_ID });
+    f = buildForwarding(platform, [{ name: 'ledger', url: target.url }], {
+      SIGNATURE_SCHEMES: 'current,legacy',
+      MERCHANT_ID,
+    });
     for (const row of rows) {
       const { sent, marker } = signed();
       const original = row.original ? row.original(sent) : sent;
@@ -162,13 +215,22 @@ describe.each([
       const before = await replays();
       const heldBefore = await heldAsReused();
       const again = await platform.send(f.receiver.app, row.resend(original));
-      outcomes.set(row.name, { marker, firstStatus: first.status, status: again.status, countedAsReplay: (await replays()) === before + 1, heldAsReused: (await heldAsReused()) === heldBefore + 1 });
+      outcomes.set(row.name, {
+        marker,
+        firstStatus: first.status,
+        status: again.status,
+        countedAsReplay: (await replays()) === before + 1,
+        heldAsReused: (await heldAsReused()) === heldBefore + 1,
+      });
     }
     // Every event fanned out and every delivery finished: nothing more can reach the target
     // (quarantined notifications wait for an operator, never for a worker).
     const queues = [...f.pipeline.eventQueues(), ...f.pipeline.deliveryQueues().map(([, q]) => q)];
     await waitUntil(
-      async () => (await Promise.all(queues.map((q) => q.getJobCountByTypes('waiting', 'active', 'delayed', 'prioritized')))).every((n) => n === 0),
+      async () =>
+        (
+          await Promise.all(queues.map((q) => q.getJobCountByTypes('waiting', 'active', 'delayed', 'prioritized')))
+        ).every((n) => n === 0),
       20000,
       'queues settled',
     );
@@ -178,15 +240,37 @@ describe.each([
     await target.close();
   });
 
-  it.each(rows.map((r) => [r.name] as const))('%s: answered 200 as a replay, 200 held for an operator (legacy on another path) or 401; one event, one delivery', async (name) => {
-    const outcome = outcomes.get(name)!;
-    const answered = outcome.status !== 200 ? String(outcome.status) : outcome.countedAsReplay ? '200 replay' : outcome.heldAsReused ? '200 held' : '200 neither a replay nor held';
-    const { events, held } = await eventsCarrying(outcome.marker);
-    const seen = { original: outcome.firstStatus, answered, events, held, deliveries: target.requests.filter((r) => r.body.includes(outcome.marker)).length };
-    // A re-typed legacy signature is held (one copy, in quarantine) only under the legacy scheme.
-    const expectHeld = scheme === 'legacy' && answered === '200 held' ? 1 : 0;
-    expect(seen).toEqual({ original: 200, answered: expect.stringMatching(scheme === 'legacy' ? /^(200 replay|200 held|401)$/ : /^(200 replay|401)$/), events: 1, held: expectHeld, deliveries: 1 });
-  });
+  it.each(rows.map((r) => [r.name] as const))(
+    '%s: answered 200 as a replay, 200 held for an operator (legacy on another path) or 401; one event, one delivery',
+    async (name) => {
+      const outcome = outcomes.get(name)!;
+      const answered =
+        outcome.status !== 200
+          ? String(outcome.status)
+          : outcome.countedAsReplay
+            ? '200 replay'
+            : outcome.heldAsReused
+              ? '200 held'
+              : '200 neither a replay nor held';
+      const { events, held } = await eventsCarrying(outcome.marker);
+      const seen = {
+        original: outcome.firstStatus,
+        answered,
+        events,
+        held,
+        deliveries: target.requests.filter((r) => r.body.includes(outcome.marker)).length,
+      };
+      // A re-typed legacy signature is held (one copy, in quarantine) only under the legacy scheme.
+      const expectHeld = scheme === 'legacy' && answered === '200 held' ? 1 : 0;
+      expect(seen).toEqual({
+        original: 200,
+        answered: expect.stringMatching(scheme === 'legacy' ? /^(200 replay|200 held|401)$/ : /^(200 replay|401)$/),
+        events: 1,
+        held: expectHeld,
+        deliveries: 1,
+      });
+    },
+  );
 });
 
 function requestIdOf(body: Buffer): string {

@@ -5,7 +5,13 @@ import { PassThrough } from 'node:stream';
 import request from 'supertest';
 import { stringify } from 'yaml';
 import { runCli } from '../src/cli/run';
-import { ADMIN_TEST_TOKEN, buildForwarding, sendDeliveredAndDeadLettered, waitUntil, type ForwardingHarness } from './support/forwarding-harness';
+import {
+  ADMIN_TEST_TOKEN,
+  buildForwarding,
+  sendDeliveredAndDeadLettered,
+  waitUntil,
+  type ForwardingHarness,
+} from './support/forwarding-harness';
 import { FakePlatform } from './support/platform';
 import { TargetServer } from './support/target-server';
 
@@ -42,19 +48,35 @@ describe('resending an event', () => {
     crmUp = true;
     const res = await request(f.admin).post(`/admin/api/events/${eventId}/resend`).set(bearer).send({}).expect(200);
 
-    expect(res.body).toEqual({ eventId, targets: [{ target: 'erp', outcome: 'resent' }, { target: 'crm', outcome: 'resent' }] });
+    expect(res.body).toEqual({
+      eventId,
+      targets: [
+        { target: 'erp', outcome: 'resent' },
+        { target: 'crm', outcome: 'resent' },
+      ],
+    });
     await erp.waitFor(() => erp.successes().length === 2);
     await crm.waitFor(() => crm.successes().length === 1);
     expect(idsAt(erp)).toEqual([eventId, eventId]);
     expect(idsAt(crm)).toEqual([eventId, eventId]);
     expect(await f.deadLetters.list({ target: 'crm' })).toHaveLength(0);
-    expect(f.adminLogs.find((l) => l.audit === true && l.action === 'event.resend')).toMatchObject({ items: [eventId], principal: expect.any(String) });
+    expect(f.adminLogs.find((l) => l.audit === true && l.action === 'event.resend')).toMatchObject({
+      items: [eventId],
+      principal: expect.any(String),
+    });
   });
 
   it('through the CLI, to one target: it arrives again with the same webhook-id', async () => {
-    await waitUntil(async () => (await f.pipeline.deliveryQueue('erp')!.getJobState(eventId)) === 'completed', 5000, 'erp completed again');
+    await waitUntil(
+      async () => (await f.pipeline.deliveryQueue('erp')!.getJobState(eventId)) === 'completed',
+      5000,
+      'erp completed again',
+    );
     const file = path.join(dir, 'config.yaml');
-    writeFileSync(file, stringify({ targets: f.config.targets.map((t) => ({ name: t.name, url: t.url, events: t.events })) }));
+    writeFileSync(
+      file,
+      stringify({ targets: f.config.targets.map((t) => ({ name: t.name, url: t.url, events: t.events })) }),
+    );
     const out: string[] = [];
     const log = new PassThrough();
     const audit: string[] = [];
@@ -74,10 +96,18 @@ describe('resending an event', () => {
   });
 
   it('an unknown id answers 404, an unknown or unsubscribed target 404 or 400', async () => {
-    const unknown = await request(f.admin).post('/admin/api/events/evt_0000000000000000000000000000000000000000/resend').set(bearer).send({}).expect(404);
+    const unknown = await request(f.admin)
+      .post('/admin/api/events/evt_0000000000000000000000000000000000000000/resend')
+      .set(bearer)
+      .send({})
+      .expect(404);
     expect(unknown.body.message).toMatch(/no event evt_0{40}/);
     await request(f.admin).post(`/admin/api/events/${eventId}/resend`).set(bearer).send({ target: 'nope' }).expect(404);
-    const notSubscribed = await request(f.admin).post(`/admin/api/events/${eventId}/resend`).set(bearer).send({ target: 'fx-only' }).expect(400);
+    const notSubscribed = await request(f.admin)
+      .post(`/admin/api/events/${eventId}/resend`)
+      .set(bearer)
+      .send({ target: 'fx-only' })
+      .expect(400);
     expect(notSubscribed.body.message).toMatch(/does not subscribe to payment.result/);
   });
 
@@ -87,17 +117,32 @@ describe('resending an event', () => {
     const sink = await TargetServer.start();
     const short = buildForwarding(platform, [{ name: 'sink', url: sink.url }], { CONFIG_FILE: file });
     try {
-      await platform.send(short.receiver.app, platform.signed('payment.result', { body: '{"type":"MERCH","data":{"n":1}}' })).expect(200);
+      await platform
+        .send(short.receiver.app, platform.signed('payment.result', { body: '{"type":"MERCH","data":{"n":1}}' }))
+        .expect(200);
       await sink.waitFor(() => sink.successes().length === 1);
       const goneId = String(sink.requests[0]!.headers['webhook-id']);
       await new Promise((r) => setTimeout(r, 1500));
       // BullMQ applies the age limit when a later job of the same queue completes.
-      await platform.send(short.receiver.app, platform.signed('payment.result', { body: '{"type":"MERCH","data":{"n":2}}' })).expect(200);
+      await platform
+        .send(short.receiver.app, platform.signed('payment.result', { body: '{"type":"MERCH","data":{"n":2}}' }))
+        .expect(200);
       await sink.waitFor(() => sink.successes().length === 2);
-      await waitUntil(async () => (await short.pipeline.deliveryQueue('sink')!.getJob(goneId)) === undefined, 5000, 'delivery job removed by retention');
+      await waitUntil(
+        async () => (await short.pipeline.deliveryQueue('sink')!.getJob(goneId)) === undefined,
+        5000,
+        'delivery job removed by retention',
+      );
 
-      const res = await request(short.admin).post(`/admin/api/events/${goneId}/resend`).set(bearer).send({}).expect(410);
-      expect(res.body).toEqual({ error: 'body_gone', message: expect.stringMatching(/its body is gone: delivered jobs are kept 1 s/) });
+      const res = await request(short.admin)
+        .post(`/admin/api/events/${goneId}/resend`)
+        .set(bearer)
+        .send({})
+        .expect(410);
+      expect(res.body).toEqual({
+        error: 'body_gone',
+        message: expect.stringMatching(/its body is gone: delivered jobs are kept 1 s/),
+      });
     } finally {
       await short.close();
       await sink.close();
@@ -117,7 +162,11 @@ describe('resending to a target that lost its job', () => {
       await platform.send(g.receiver.app, platform.signed('payment.result')).expect(200);
       await ok.waitFor(() => ok.successes().length === 1);
       const id = String(ok.requests[0]!.headers['webhook-id']);
-      await waitUntil(async () => (await g.deadLetters.list({ target: 'down' })).length === 1, 10000, 'down dead-lettered');
+      await waitUntil(
+        async () => (await g.deadLetters.list({ target: 'down' })).length === 1,
+        10000,
+        'down dead-lettered',
+      );
       const okQueue = g.pipeline.deliveryQueue('ok')!;
       await waitUntil(async () => (await okQueue.getJobState(id)) === 'completed', 5000, 'ok completed');
       // Retention removed ok's job; the body is now found only in down's dead letter.

@@ -52,7 +52,9 @@ describe.each([
     const res = await send(h, v);
     assertAsExpected(v, res);
     if (v.expect !== 'valid') {
-      const line = h.logs.find((l) => l.outcome === 'rejected' && l.path === v.path && l.message === 'notification rejected');
+      const line = h.logs.find(
+        (l) => l.outcome === 'rejected' && l.path === v.path && l.message === 'notification rejected',
+      );
       expect(line).toBeDefined();
     }
   });
@@ -65,7 +67,9 @@ describe.each([
     expect(elsewhere.body.ret_code).toBe(SUCCESS.ret_code);
     expect(h.logs.find((l) => l.reason === 'signature_reused')).toBeDefined();
     const held = await h.pipeline.quarantine.getJobs(['waiting']);
-    expect(held.filter((j) => j.data.reason === 'signature_reused').map((j) => j.data.eventType)).toEqual(['fx.result']);
+    expect(held.filter((j) => j.data.reason === 'signature_reused').map((j) => j.data.eventType)).toEqual([
+      'fx.result',
+    ]);
     const again = await send(h, v);
     expect(again.status).toBe(200);
     expect(await h.pipeline.eventQueue('fx.result').count()).toBe(fxBefore);

@@ -15,7 +15,12 @@ const PER_KIND = 60;
 
 function signedBytes(): { head: Buffer; body: Buffer } {
   const n = platform.signed('payment.result');
-  const full = rawRequest('POST', n.target, [['Host', 'x'], ...Object.entries(n.headers), ['Content-Length', String(n.body.length)]], n.body);
+  const full = rawRequest(
+    'POST',
+    n.target,
+    [['Host', 'x'], ...Object.entries(n.headers), ['Content-Length', String(n.body.length)]],
+    n.body,
+  );
   return { head: full.subarray(0, full.length - n.body.length), body: n.body };
 }
 
@@ -28,11 +33,18 @@ describe('slow clients', () => {
   let live: LiveReceiver;
   beforeAll(async () => {
     // The 300 stalled connections stand for many senders: one address's share (maxConnectionsPerSource) is lifted.
-    live = await startLiveReceiver({ PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64, LOG_LEVEL: 'debug' }, (c) => ({
-      ...c,
-      maxConnectionsPerSource: 10_000,
-      http: { headersTimeoutMs: HEADERS_TIMEOUT_MS, requestTimeoutMs: REQUEST_TIMEOUT_MS, keepAliveTimeoutMs: KEEP_ALIVE_TIMEOUT_MS },
-    }));
+    live = await startLiveReceiver(
+      { PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64, LOG_LEVEL: 'debug' },
+      (c) => ({
+        ...c,
+        maxConnectionsPerSource: 10_000,
+        http: {
+          headersTimeoutMs: HEADERS_TIMEOUT_MS,
+          requestTimeoutMs: REQUEST_TIMEOUT_MS,
+          keepAliveTimeoutMs: KEEP_ALIVE_TIMEOUT_MS,
+        },
+      }),
+    );
   });
   afterAll(() => live.close());
 
@@ -46,7 +58,9 @@ describe('slow clients', () => {
     const halfBody = Buffer.concat([head, body.subarray(0, Math.floor(body.length / 2))]);
     const stalled = {
       silent: Array.from({ length: PER_KIND }, () => exchange(live.port, Buffer.alloc(0))),
-      idleAfterAnswer: Array.from({ length: PER_KIND }, () => exchange(live.port, Buffer.from('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n'))),
+      idleAfterAnswer: Array.from({ length: PER_KIND }, () =>
+        exchange(live.port, Buffer.from('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n')),
+      ),
       requestLine: Array.from({ length: PER_KIND }, () => exchange(live.port, halfLine)),
       headers: Array.from({ length: PER_KIND }, () => exchange(live.port, halfHeaders)),
       body: Array.from({ length: PER_KIND }, () => exchange(live.port, halfBody)),
@@ -72,9 +86,17 @@ describe('slow clients', () => {
       body: await Promise.all(stalled.body),
     };
     // Node keeps an idle kept-alive connection for keepAliveTimeout plus its own 1 s buffer.
-    const bounds = { silent: HEADERS_TIMEOUT_MS + SLACK_MS, idleAfterAnswer: KEEP_ALIVE_TIMEOUT_MS + SLACK_MS, requestLine: HEADERS_TIMEOUT_MS + SLACK_MS, headers: HEADERS_TIMEOUT_MS + SLACK_MS, body: REQUEST_TIMEOUT_MS + SLACK_MS };
+    const bounds = {
+      silent: HEADERS_TIMEOUT_MS + SLACK_MS,
+      idleAfterAnswer: KEEP_ALIVE_TIMEOUT_MS + SLACK_MS,
+      requestLine: HEADERS_TIMEOUT_MS + SLACK_MS,
+      headers: HEADERS_TIMEOUT_MS + SLACK_MS,
+      body: REQUEST_TIMEOUT_MS + SLACK_MS,
+    };
     for (const [kind, runs] of Object.entries(results) as [keyof typeof bounds, Exchange[]][]) {
-      console.log(`stalled ${kind} (${runs.length} sockets, timeout ${bounds[kind] - SLACK_MS} ms): closed after ${summary(runs)}; genuine notification answered in ${genuineMs} ms meanwhile (${quietMs} ms without stalls)`);
+      console.log(
+        `stalled ${kind} (${runs.length} sockets, timeout ${bounds[kind] - SLACK_MS} ms): closed after ${summary(runs)}; genuine notification answered in ${genuineMs} ms meanwhile (${quietMs} ms without stalls)`,
+      );
       for (const run of runs) {
         expect(run.closedByServer).toBe(true);
         expect(run.closedAfterMs).toBeLessThanOrEqual(bounds[kind]);
@@ -96,7 +118,11 @@ describe('slow clients', () => {
     await new Promise((r) => setTimeout(r, 100));
     socket.resetAndDestroy();
 
-    await waitUntil(async () => (await counterValue(live.metrics.clientAborts, { phase: 'body' })) === before + 1, 3000, 'abort counted');
+    await waitUntil(
+      async () => (await counterValue(live.metrics.clientAborts, { phase: 'body' })) === before + 1,
+      3000,
+      'abort counted',
+    );
     const line = live.logs.find((l) => l.message === 'client aborted' && l.phase === 'body');
     expect(line).toMatchObject({ level: 'debug', code: 'ECONNRESET' });
     expect(line!.stack).toBeUndefined();
@@ -105,7 +131,12 @@ describe('slow clients', () => {
 
   function signedRequestClosing(): Buffer {
     const n = platform.signed('payment.result');
-    return rawRequest('POST', n.target, [['Host', 'x'], ['Connection', 'close'], ...Object.entries(n.headers), ['Content-Length', String(n.body.length)]], n.body);
+    return rawRequest(
+      'POST',
+      n.target,
+      [['Host', 'x'], ['Connection', 'close'], ...Object.entries(n.headers), ['Content-Length', String(n.body.length)]],
+      n.body,
+    );
   }
 });
 
@@ -117,15 +148,22 @@ describe('the connection cap', () => {
       await Promise.all(holders.map((s) => new Promise((r) => s.on('connect', r))));
       await new Promise((r) => setTimeout(r, 100)); // the server has accepted all five
 
-      const refused = await exchange(live.port, Buffer.from('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n'), { timeoutMs: 3000 });
+      const refused = await exchange(live.port, Buffer.from('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n'), {
+        timeoutMs: 3000,
+      });
       expect(refused.closedByServer).toBe(true);
       expect(refused.responses).toEqual([]);
       expect(await counterValue(live.metrics.portRefusals, { reason: 'connection_cap' })).toBe(1);
-      expect(live.logs.find((l) => l.reason === 'connection_cap' && l.level === 'warn')).toMatchObject({ maxConnections: 5 });
+      expect(live.logs.find((l) => l.reason === 'connection_cap' && l.level === 'warn')).toMatchObject({
+        maxConnections: 5,
+      });
 
       holders.forEach((s) => s.destroy());
       await new Promise((r) => setTimeout(r, 100));
-      const served = await exchange(live.port, Buffer.from('GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'));
+      const served = await exchange(
+        live.port,
+        Buffer.from('GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'),
+      );
       expect(served.responses.map((r) => r.status)).toEqual([200]);
     } finally {
       await live.close();

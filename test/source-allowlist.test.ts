@@ -26,8 +26,18 @@ describe('PLATFORM_SOURCE_CIDRS', () => {
     expect(res.status).toBe(403);
     expect(res.body).toEqual({ ret_code: '403000', ret_msg: 'Forbidden: source address not allowed' });
     expect(await queued()).toBe(0);
-    expect(h.logs.find((l) => l.reason === 'source_not_allowed')).toMatchObject({ level: 'warn', eventType: 'payment.result', source: expect.stringMatching(/127\.0\.0\.1$/) });
-    expect(await counterValue(h.metrics.notifications, { event_type: 'payment.result', outcome: 'rejected', reason: 'source_not_allowed' })).toBe(1);
+    expect(h.logs.find((l) => l.reason === 'source_not_allowed')).toMatchObject({
+      level: 'warn',
+      eventType: 'payment.result',
+      source: expect.stringMatching(/127\.0\.0\.1$/),
+    });
+    expect(
+      await counterValue(h.metrics.notifications, {
+        event_type: 'payment.result',
+        outcome: 'rejected',
+        reason: 'source_not_allowed',
+      }),
+    ).toBe(1);
   });
 
   it('when the sender is outside the list, then /healthz still answers for load balancers', async () => {
@@ -52,19 +62,38 @@ describe('PLATFORM_SOURCE_CIDRS over IPv6', () => {
     ['::1/128', undefined, [200]],
     ['2001:db8::/32', undefined, []],
     ['2001:db8::/32', 'loopback', [403]],
-  ])('when the receiver listens on ::1, the list is %s and TRUST_PROXY %s, then a genuine notification gets %j (none: its connection is closed on arrival)', async (cidrs, trustProxy, statuses) => {
-    const live = await startLiveReceiver({ ...keyEnv, HOST: '::1', PLATFORM_SOURCE_CIDRS: cidrs, ...(trustProxy ? { TRUST_PROXY: trustProxy } : {}) });
-    try {
-      const n = platform.signed('payment.result');
-      const bytes = rawRequest('POST', n.target, [['Host', 'x'], ['Connection', 'close'], ...Object.entries(n.headers), ['Content-Length', String(n.body.length)]], n.body);
-      const ex = await exchange(live.port, bytes, { host: '::1' });
-      expect(ex.responses.map((r) => r.status)).toEqual(statuses);
-      expect(ex.closedByServer).toBe(true);
-      if (statuses.length === 0) expect(await counterValue(live.metrics.portRefusals, { reason: 'source_not_allowed' })).toBe(1);
-    } finally {
-      await live.close();
-    }
-  });
+  ])(
+    'when the receiver listens on ::1, the list is %s and TRUST_PROXY %s, then a genuine notification gets %j (none: its connection is closed on arrival)',
+    async (cidrs, trustProxy, statuses) => {
+      const live = await startLiveReceiver({
+        ...keyEnv,
+        HOST: '::1',
+        PLATFORM_SOURCE_CIDRS: cidrs,
+        ...(trustProxy ? { TRUST_PROXY: trustProxy } : {}),
+      });
+      try {
+        const n = platform.signed('payment.result');
+        const bytes = rawRequest(
+          'POST',
+          n.target,
+          [
+            ['Host', 'x'],
+            ['Connection', 'close'],
+            ...Object.entries(n.headers),
+            ['Content-Length', String(n.body.length)],
+          ],
+          n.body,
+        );
+        const ex = await exchange(live.port, bytes, { host: '::1' });
+        expect(ex.responses.map((r) => r.status)).toEqual(statuses);
+        expect(ex.closedByServer).toBe(true);
+        if (statuses.length === 0)
+          expect(await counterValue(live.metrics.portRefusals, { reason: 'source_not_allowed' })).toBe(1);
+      } finally {
+        await live.close();
+      }
+    },
+  );
 });
 
 describe('TRUST_PROXY with the allowlist', () => {
@@ -110,12 +139,19 @@ describe('configuration', () => {
       expect.stringMatching(/^PLATFORM_SOURCE_CIDRS\[2\]: /),
     ]);
     expect(problems({ TRUST_PROXY: 'true' })).toEqual([expect.stringMatching(/^TRUST_PROXY/)]);
-    expect(problems({ TRUST_PROXY: '1' })).toEqual([expect.stringMatching(/^TRUST_PROXY: a hop count is refused: it would believe X-Forwarded-For from any sender/)]);
-    expect(problems({ TRUST_PROXY: '10.0.0.0/8,loopback', PLATFORM_SOURCE_CIDRS: '2001:db8::/32,192.0.2.7' })).toEqual([]);
+    expect(problems({ TRUST_PROXY: '1' })).toEqual([
+      expect.stringMatching(/^TRUST_PROXY: a hop count is refused: it would believe X-Forwarded-For from any sender/),
+    ]);
+    expect(problems({ TRUST_PROXY: '10.0.0.0/8,loopback', PLATFORM_SOURCE_CIDRS: '2001:db8::/32,192.0.2.7' })).toEqual(
+      [],
+    );
   });
 
   it('reads a list of proxies from TRUST_PROXY', () => {
-    expect(loadConfig({ ...keyEnv, TRUST_PROXY: '10.0.0.0/8, loopback' }).trustProxy).toEqual(['10.0.0.0/8', 'loopback']);
+    expect(loadConfig({ ...keyEnv, TRUST_PROXY: '10.0.0.0/8, loopback' }).trustProxy).toEqual([
+      '10.0.0.0/8',
+      'loopback',
+    ]);
     expect(loadConfig(keyEnv).trustProxy).toBeUndefined();
     expect(loadConfig(keyEnv).platformSourceCidrs).toEqual([]);
   });

@@ -14,7 +14,12 @@ function imageCommand(): string[] {
 describe('the documented ways to start the service', () => {
   it('npm start, the image and the bench give node the same V8 memory limits', () => {
     const flags = serviceNodeFlags();
-    expect(flags).toEqual(expect.arrayContaining([expect.stringMatching(/^--max-old-space-size=\d+$/), expect.stringMatching(/^--max-semi-space-size=\d+$/)]));
+    expect(flags).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^--max-old-space-size=\d+$/),
+        expect.stringMatching(/^--max-semi-space-size=\d+$/),
+      ]),
+    );
     const cmd = imageCommand();
     expect(cmd[0]).toBe('node');
     expect(cmd.filter((arg) => arg.startsWith('--'))).toEqual(flags);

@@ -18,19 +18,25 @@ function problems(input: Record<string, unknown>): string[] {
 }
 
 describe('target configuration', () => {
-  it.each(['http://127.0.0.1:9000/hook', 'http://127.8.9.10/hook', 'http://localhost:9000/hook', 'http://[::1]:9000/hook', 'https://ledger.example/hook'])(
-    'accepts %s',
-    (url) => expect(problems({ url })).toEqual([]),
-  );
+  it.each([
+    'http://127.0.0.1:9000/hook',
+    'http://127.8.9.10/hook',
+    'http://localhost:9000/hook',
+    'http://[::1]:9000/hook',
+    'https://ledger.example/hook',
+  ])('accepts %s', (url) => expect(problems({ url })).toEqual([]));
 
-  it.each(['http://ledger.example/hook', 'http://10.0.0.5/hook', 'http://128.0.0.1/hook', 'http://[::2]/hook', 'http://localhost.example/hook'])(
-    'refuses plain http to another host, %s, naming the target',
-    (url) => {
-      expect(problems({ url })).toEqual([
-        'url: target "ledger": http:// is allowed only to this machine (localhost, 127.0.0.0/8, ::1); use https://, or set allowInsecure: true',
-      ]);
-    },
-  );
+  it.each([
+    'http://ledger.example/hook',
+    'http://10.0.0.5/hook',
+    'http://128.0.0.1/hook',
+    'http://[::2]/hook',
+    'http://localhost.example/hook',
+  ])('refuses plain http to another host, %s, naming the target', (url) => {
+    expect(problems({ url })).toEqual([
+      'url: target "ledger": http:// is allowed only to this machine (localhost, 127.0.0.0/8, ::1); use https://, or set allowInsecure: true',
+    ]);
+  });
 
   it('accepts plain http to another host when the target says allowInsecure: true', () => {
     expect(problems({ url: 'http://ledger.internal/hook', allowInsecure: true })).toEqual([]);
@@ -41,7 +47,9 @@ describe('target configuration', () => {
     expect(problems({ url: 'https://l.example/', secret: short })).toEqual([
       'secret: target "ledger": a secret carries 23 bytes; at least 24 (whsec_ and the Base64 of 24 or more random bytes)',
     ]);
-    expect(problems({ url: 'https://l.example/', secret: `whsec_${Buffer.alloc(24, 7).toString('base64')}` })).toEqual([]);
+    expect(problems({ url: 'https://l.example/', secret: `whsec_${Buffer.alloc(24, 7).toString('base64')}` })).toEqual(
+      [],
+    );
     expect(problems({ url: 'https://l.example/', secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' })).toEqual([]);
     expect(JSON.stringify(problems({ url: 'https://l.example/', secret: short }))).not.toContain(short.slice(6));
   });
@@ -54,7 +62,8 @@ describe('one delivery attempt', () => {
   });
   afterEach(() => dispatcher.close());
 
-  const target = (url: string): Target => targetSchema.parse({ name: 'slow', url, events: ['*'], timeoutMs: TIMEOUT_MS });
+  const target = (url: string): Target =>
+    targetSchema.parse({ name: 'slow', url, events: ['*'], timeoutMs: TIMEOUT_MS });
   const outgoing = { headers: { 'content-type': 'application/json' }, body: Buffer.from('{}') };
 
   async function timed<T>(work: Promise<T>): Promise<{ ms: number; value?: T; error?: unknown }> {
@@ -67,7 +76,9 @@ describe('one delivery attempt', () => {
     }
   }
 
-  async function httpServer(handler: (res: ServerResponse, closed: () => void) => void): Promise<{ server: Server; url: string; closes: number[] }> {
+  async function httpServer(
+    handler: (res: ServerResponse, closed: () => void) => void,
+  ): Promise<{ server: Server; url: string; closes: number[] }> {
     const closes: number[] = [];
     const server = createHttpServer((req, res) => {
       req.resume();
@@ -179,13 +190,29 @@ describe('a delivery worker with one slot', () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
     const platform = new FakePlatform();
     const f = buildForwarding(platform, [
-      { name: 'slow', url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, concurrency: 1, timeoutMs: TIMEOUT_MS, maxAttempts: 1 },
+      {
+        name: 'slow',
+        url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+        concurrency: 1,
+        timeoutMs: TIMEOUT_MS,
+        maxAttempts: 1,
+      },
     ]);
     try {
-      await platform.send(f.receiver.app, platform.signed('payment.result', { body: '{"type":"MERCH","data":{"request_id":"TRICKLE-1"}}' })).expect(200);
+      await platform
+        .send(
+          f.receiver.app,
+          platform.signed('payment.result', { body: '{"type":"MERCH","data":{"request_id":"TRICKLE-1"}}' }),
+        )
+        .expect(200);
       const deadline = Date.now() + 5000;
       while (arrivals.length < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-      await platform.send(f.receiver.app, platform.signed('payment.result', { body: '{"type":"MERCH","data":{"request_id":"TRICKLE-2"}}' })).expect(200);
+      await platform
+        .send(
+          f.receiver.app,
+          platform.signed('payment.result', { body: '{"type":"MERCH","data":{"request_id":"TRICKLE-2"}}' }),
+        )
+        .expect(200);
       while (arrivals.length < 2 && Date.now() < deadline + 5000) await new Promise((r) => setTimeout(r, 20));
 
       expect(arrivals.map((a) => /TRICKLE-\d/.exec(a.body)?.[0])).toEqual(['TRICKLE-1', 'TRICKLE-2']);

@@ -7,34 +7,64 @@ import { tracing } from '../src/tracing/tracing';
 describe('tracing settings (the standard OTEL_* variables)', () => {
   it('when no OTLP endpoint is set, or the SDK is disabled, then tracing is off', () => {
     expect(tracingSettings({})).toEqual({ on: false, why: 'no OTEL_EXPORTER_OTLP_ENDPOINT' });
-    expect(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_SDK_DISABLED: 'TRUE' })).toMatchObject({ on: false });
-    expect(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_TRACES_EXPORTER: 'none' })).toMatchObject({ on: false });
+    expect(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_SDK_DISABLED: 'TRUE' })).toMatchObject({
+      on: false,
+    });
+    expect(
+      tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_TRACES_EXPORTER: 'none' }),
+    ).toMatchObject({ on: false });
   });
 
   it('when an endpoint is set, then the base one gets /v1/traces, the traces one is used as given, and protobuf is the default protocol', () => {
-    expect(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318/' })).toMatchObject({ on: true, endpoint: 'http://c:4318/v1/traces', protocol: 'http/protobuf' });
-    expect(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://t/x', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' })).toMatchObject({ on: true, endpoint: 'http://t/x', protocol: 'http/json' });
+    expect(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318/' })).toMatchObject({
+      on: true,
+      endpoint: 'http://c:4318/v1/traces',
+      protocol: 'http/protobuf',
+    });
+    expect(
+      tracingSettings({
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318',
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://t/x',
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      }),
+    ).toMatchObject({ on: true, endpoint: 'http://t/x', protocol: 'http/json' });
   });
 
-  it('when OTEL_BSP_* are unset, then the batches follow the specification\'s defaults; when set, their values, a batch never above the queue', () => {
+  it("when OTEL_BSP_* are unset, then the batches follow the specification's defaults; when set, their values, a batch never above the queue", () => {
     const on = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' };
-    expect(tracingSettings(on)).toMatchObject({ batch: { maxQueueSize: 2048, maxExportBatchSize: 512, scheduledDelayMillis: 5000, exportTimeoutMillis: 30000 } });
-    const set = { ...on, OTEL_BSP_MAX_QUEUE_SIZE: '100', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '400', OTEL_BSP_SCHEDULE_DELAY: '250', OTEL_BSP_EXPORT_TIMEOUT: '2000' };
-    expect(tracingSettings(set)).toMatchObject({ batch: { maxQueueSize: 100, maxExportBatchSize: 100, scheduledDelayMillis: 250, exportTimeoutMillis: 2000 } });
+    expect(tracingSettings(on)).toMatchObject({
+      batch: { maxQueueSize: 2048, maxExportBatchSize: 512, scheduledDelayMillis: 5000, exportTimeoutMillis: 30000 },
+    });
+    const set = {
+      ...on,
+      OTEL_BSP_MAX_QUEUE_SIZE: '100',
+      OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '400',
+      OTEL_BSP_SCHEDULE_DELAY: '250',
+      OTEL_BSP_EXPORT_TIMEOUT: '2000',
+    };
+    expect(tracingSettings(set)).toMatchObject({
+      batch: { maxQueueSize: 100, maxExportBatchSize: 100, scheduledDelayMillis: 250, exportTimeoutMillis: 2000 },
+    });
   });
 
   it('when an OTEL_BSP_* value is not a whole number of at least 1, then it is refused by name', () => {
     const on = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' };
-    expect(() => tracingSettings({ ...on, OTEL_BSP_SCHEDULE_DELAY: '5s' })).toThrow('OTEL_BSP_SCHEDULE_DELAY: expected a whole number of at least 1, got 5s');
+    expect(() => tracingSettings({ ...on, OTEL_BSP_SCHEDULE_DELAY: '5s' })).toThrow(
+      'OTEL_BSP_SCHEDULE_DELAY: expected a whole number of at least 1, got 5s',
+    );
     expect(() => tracingSettings({ ...on, OTEL_BSP_MAX_QUEUE_SIZE: '0' })).toThrow('OTEL_BSP_MAX_QUEUE_SIZE');
   });
 
   it('when the protocol is one the service does not speak, then it is refused with the ones it does', () => {
-    expect(() => tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4317', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })).toThrow('OTEL_EXPORTER_OTLP_PROTOCOL: grpc is not supported; use http/protobuf or http/json');
+    expect(() =>
+      tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4317', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }),
+    ).toThrow('OTEL_EXPORTER_OTLP_PROTOCOL: grpc is not supported; use http/protobuf or http/json');
   });
 
   it('when the endpoint carries credentials, then its log form masks them', () => {
-    expect(maskedEndpoint('https://user:secret@collector:4318/v1/traces?key=k')).toBe('https://***@collector:4318/v1/traces?***');
+    expect(maskedEndpoint('https://user:secret@collector:4318/v1/traces?key=k')).toBe(
+      'https://***@collector:4318/v1/traces?***',
+    );
   });
 });
 
@@ -42,9 +72,20 @@ describe('traceparent values', () => {
   it('reads and writes version 00, and refuses anything else', () => {
     const value = formatTraceparent('0af7651916cd43dd8448eb211c80319c', 'b7ad6b7169203331', 1);
     expect(value).toBe('00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01');
-    expect(parseTraceparent(value)).toEqual({ traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331', flags: 1 });
+    expect(parseTraceparent(value)).toEqual({
+      traceId: '0af7651916cd43dd8448eb211c80319c',
+      spanId: 'b7ad6b7169203331',
+      flags: 1,
+    });
     expect(traceIdOf(value)).toBe('0af7651916cd43dd8448eb211c80319c');
-    for (const bad of [undefined, 42, '', `01-${'a'.repeat(32)}-${'b'.repeat(16)}-01`, `00-${'0'.repeat(32)}-${'b'.repeat(16)}-01`, `00-${'A'.repeat(32)}-${'b'.repeat(16)}-01`]) {
+    for (const bad of [
+      undefined,
+      42,
+      '',
+      `01-${'a'.repeat(32)}-${'b'.repeat(16)}-01`,
+      `00-${'0'.repeat(32)}-${'b'.repeat(16)}-01`,
+      `00-${'A'.repeat(32)}-${'b'.repeat(16)}-01`,
+    ]) {
       expect(parseTraceparent(bad)).toBeUndefined();
     }
   });
@@ -53,8 +94,12 @@ describe('traceparent values', () => {
 describe('tracing off', () => {
   it('when the SDK is not started, then every hook is a no-op that returns nothing', () => {
     expect(tracing.on).toBe(false);
-    expect(tracing.notify('payment.result', '/x', '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01')).toBeUndefined();
-    expect(tracing.attempt({ trace: undefined, target: 't', eventId: 'e', eventType: 'payment.result', attempt: 1 })).toBeUndefined();
+    expect(
+      tracing.notify('payment.result', '/x', '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01'),
+    ).toBeUndefined();
+    expect(
+      tracing.attempt({ trace: undefined, target: 't', eventId: 'e', eventType: 'payment.result', attempt: 1 }),
+    ).toBeUndefined();
     expect(tracing.operator('resend', 'token')).toBeUndefined();
   });
 
@@ -62,7 +107,7 @@ describe('tracing off', () => {
     const root = path.resolve(__dirname, '..');
     const script = [
       "const { startTracing } = require('./src/tracing/start');",
-      "startTracing({}, () => undefined).then((running) => {",
+      'startTracing({}, () => undefined).then((running) => {',
       "  const loaded = Object.keys(require.cache).filter((k) => k.includes('@opentelemetry'));",
       '  process.stdout.write(JSON.stringify({ running: running === undefined ? null : true, loaded }));',
       '});',
@@ -70,10 +115,23 @@ describe('tracing off', () => {
     const env: NodeJS.ProcessEnv = { ...process.env, TS_NODE_SWC: 'true' };
     delete env.OTEL_EXPORTER_OTLP_ENDPOINT;
     delete env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
-    const off = JSON.parse(execFileSync(process.execPath, ['-r', 'ts-node/register', '-e', script], { cwd: root, env }).toString()) as { running: null; loaded: string[] };
+    const off = JSON.parse(
+      execFileSync(process.execPath, ['-r', 'ts-node/register', '-e', script], { cwd: root, env }).toString(),
+    ) as { running: null; loaded: string[] };
     expect(off).toEqual({ running: null, loaded: [] });
     // The same script with an endpoint does load the SDK: the check above can fail.
-    const on = JSON.parse(execFileSync(process.execPath, ['-r', 'ts-node/register', '-e', script.replace('startTracing({}', "startTracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9' }")], { cwd: root, env }).toString()) as { running: boolean; loaded: string[] };
+    const on = JSON.parse(
+      execFileSync(
+        process.execPath,
+        [
+          '-r',
+          'ts-node/register',
+          '-e',
+          script.replace('startTracing({}', "startTracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9' }"),
+        ],
+        { cwd: root, env },
+      ).toString(),
+    ) as { running: boolean; loaded: string[] };
     expect(on.running).toBe(true);
     expect(on.loaded.length).toBeGreaterThan(0);
   });

@@ -72,11 +72,18 @@ function serverSpanOf(eventId: string): ReceivedSpan | undefined {
 }
 
 function attemptsOf(traceId: string): ReceivedSpan[] {
-  return otlp.spans.filter((s) => s.traceId === traceId && s.name === 'deliver ledger').sort((a, b) => Number(a.attributes['webhook.attempt']) - Number(b.attributes['webhook.attempt']));
+  return otlp.spans
+    .filter((s) => s.traceId === traceId && s.name === 'deliver ledger')
+    .sort((a, b) => Number(a.attributes['webhook.attempt']) - Number(b.attributes['webhook.attempt']));
 }
 
-async function eventView(s: ServiceProcess, eventId: string): Promise<{ traceId?: string; deliveries: { state: string }[] }> {
-  const res = await fetch(`http://127.0.0.1:${s.adminPort}/admin/api/events/${eventId}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+async function eventView(
+  s: ServiceProcess,
+  eventId: string,
+): Promise<{ traceId?: string; deliveries: { state: string }[] }> {
+  const res = await fetch(`http://127.0.0.1:${s.adminPort}/admin/api/events/${eventId}`, {
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+  });
   expect(res.status).toBe(200);
   return (await res.json()) as { traceId?: string; deliveries: { state: string }[] };
 }
@@ -90,12 +97,23 @@ describe('tracing (OTLP/HTTP JSON to a local receiver)', () => {
 
     await ledger.waitFor(() => ledger.successes().length === 1, 20000);
     const eventId = String(ledger.requests[0]!.headers['webhook-id']);
-    await otlp.waitFor(() => serverSpanOf(eventId) !== undefined && attemptsOf(serverSpanOf(eventId)!.traceId).length === 2);
+    await otlp.waitFor(
+      () => serverSpanOf(eventId) !== undefined && attemptsOf(serverSpanOf(eventId)!.traceId).length === 2,
+    );
 
     const server = serverSpanOf(eventId)!;
     const { traceId } = server;
-    expect(server).toMatchObject({ parentSpanId: '', service: 'webhook-receiver-test', name: `POST ${eventDefinition('payment.result').path}` });
-    expect(server.attributes).toMatchObject({ 'webhook.event_type': 'payment.result', 'webhook.outcome': 'accepted', 'webhook.environment': expect.any(String), 'http.response.status_code': 200 });
+    expect(server).toMatchObject({
+      parentSpanId: '',
+      service: 'webhook-receiver-test',
+      name: `POST ${eventDefinition('payment.result').path}`,
+    });
+    expect(server.attributes).toMatchObject({
+      'webhook.event_type': 'payment.result',
+      'webhook.outcome': 'accepted',
+      'webhook.environment': expect.any(String),
+      'http.response.status_code': 200,
+    });
     // Never the nonce, the signatures or anything of the payload.
     const values = Object.values(server.attributes).map(String);
     for (const secret of Object.values(n.headers)) expect(values).not.toContain(secret);
@@ -103,37 +121,84 @@ describe('tracing (OTLP/HTTP JSON to a local receiver)', () => {
 
     const redis = otlp.spans.filter((s) => s.traceId === traceId && s.name === 'redis ingest');
     expect(redis).toHaveLength(1);
-    expect(redis[0]).toMatchObject({ parentSpanId: server.spanId, kind: CLIENT, attributes: { 'db.system.name': 'redis' } });
+    expect(redis[0]).toMatchObject({
+      parentSpanId: server.spanId,
+      kind: CLIENT,
+      attributes: { 'db.system.name': 'redis' },
+    });
 
     const [first, second] = attemptsOf(traceId);
-    expect(first).toMatchObject({ parentSpanId: server.spanId, attributes: { 'webhook.attempt': 1, 'webhook.target': 'ledger', 'http.response.status_code': 503, 'error.type': 'http_status', 'webhook.outcome': 'retry' } });
-    expect(second).toMatchObject({ parentSpanId: server.spanId, attributes: { 'webhook.attempt': 2, 'http.response.status_code': 200, 'webhook.outcome': 'delivered' } });
+    expect(first).toMatchObject({
+      parentSpanId: server.spanId,
+      attributes: {
+        'webhook.attempt': 1,
+        'webhook.target': 'ledger',
+        'http.response.status_code': 503,
+        'error.type': 'http_status',
+        'webhook.outcome': 'retry',
+      },
+    });
+    expect(second).toMatchObject({
+      parentSpanId: server.spanId,
+      attributes: { 'webhook.attempt': 2, 'http.response.status_code': 200, 'webhook.outcome': 'delivered' },
+    });
 
     // Each request carried its own attempt's span as the parent, in the notification's trace.
-    expect(ledger.requests.map((r) => r.headers.traceparent)).toEqual([`00-${traceId}-${first!.spanId}-01`, `00-${traceId}-${second!.spanId}-01`]);
+    expect(ledger.requests.map((r) => r.headers.traceparent)).toEqual([
+      `00-${traceId}-${first!.spanId}-01`,
+      `00-${traceId}-${second!.spanId}-01`,
+    ]);
 
     expect((await eventView(all, eventId)).traceId).toBe(traceId);
 
     // Logs and metrics point at the same trace.
-    expect(all.lines.find((l) => l.message === 'notification received' && l.eventId === eventId)).toMatchObject({ trace_id: traceId, span_id: server.spanId });
-    expect(all.lines.find((l) => l.message === 'delivered' && l.eventId === eventId)).toMatchObject({ trace_id: traceId, span_id: second!.spanId });
-    const metrics = await fetch(`http://127.0.0.1:${all.adminPort}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    expect(all.lines.find((l) => l.message === 'notification received' && l.eventId === eventId)).toMatchObject({
+      trace_id: traceId,
+      span_id: server.spanId,
+    });
+    expect(all.lines.find((l) => l.message === 'delivered' && l.eventId === eventId)).toMatchObject({
+      trace_id: traceId,
+      span_id: second!.spanId,
+    });
+    const metrics = await fetch(`http://127.0.0.1:${all.adminPort}/metrics`, {
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    });
     expect(metrics.headers.get('content-type')).toMatch(/^application\/openmetrics-text/);
     const text = await metrics.text();
-    expect(text).toMatch(new RegExp(`^webhook_delivery_latency_seconds_bucket\\{[^}]*target="ledger"[^}]*\\} \\d+ # \\{trace_id="${traceId}"\\}`, 'm'));
-    expect(text).toMatch(new RegExp(`^webhook_ack_latency_seconds_bucket\\{[^}]*\\} \\d+ # \\{trace_id="${traceId}"\\}`, 'm'));
+    expect(text).toMatch(
+      new RegExp(
+        `^webhook_delivery_latency_seconds_bucket\\{[^}]*target="ledger"[^}]*\\} \\d+ # \\{trace_id="${traceId}"\\}`,
+        'm',
+      ),
+    );
+    expect(text).toMatch(
+      new RegExp(`^webhook_ack_latency_seconds_bucket\\{[^}]*\\} \\d+ # \\{trace_id="${traceId}"\\}`, 'm'),
+    );
     expect(otlp.refused).toEqual([]);
 
     // A resend is a span of its own, linked to the trace; its attempt joins the trace.
-    const resend = await fetch(`http://127.0.0.1:${all.adminPort}/admin/api/events/${eventId}/resend`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: '{}' });
+    const resend = await fetch(`http://127.0.0.1:${all.adminPort}/admin/api/events/${eventId}/resend`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: '{}',
+    });
     expect(resend.status).toBe(200);
-    await otlp.waitFor((spans) => spans.some((s) => s.name === 'webhook resend' && s.attributes['webhook.event_id'] === eventId) && attemptsOf(traceId).length === 3);
-    const operator = otlp.spans.find((s) => s.name === 'webhook resend' && s.attributes['webhook.event_id'] === eventId)!;
+    await otlp.waitFor(
+      (spans) =>
+        spans.some((s) => s.name === 'webhook resend' && s.attributes['webhook.event_id'] === eventId) &&
+        attemptsOf(traceId).length === 3,
+    );
+    const operator = otlp.spans.find(
+      (s) => s.name === 'webhook resend' && s.attributes['webhook.event_id'] === eventId,
+    )!;
     expect(operator.traceId).not.toBe(traceId);
     expect(operator.links).toEqual([{ traceId, spanId: server.spanId }]);
     // The new series counts its attempts from 1 again.
     const third = attemptsOf(traceId).find((s) => s.spanId !== first!.spanId && s.spanId !== second!.spanId)!;
-    expect(third).toMatchObject({ parentSpanId: server.spanId, attributes: { 'webhook.attempt': 1, 'webhook.outcome': 'delivered' } });
+    expect(third).toMatchObject({
+      parentSpanId: server.spanId,
+      attributes: { 'webhook.attempt': 1, 'webhook.outcome': 'delivered' },
+    });
     expect(ledger.requests[2]!.headers.traceparent).toBe(`00-${traceId}-${third.spanId}-01`);
   });
 
@@ -143,11 +208,18 @@ describe('tracing (OTLP/HTTP JSON to a local receiver)', () => {
     const forgedTrace = randomBytes(16).toString('hex');
     const forgedSpan = randomBytes(8).toString('hex');
     const n = platform.signed('fx.result');
-    await postRaw(`http://127.0.0.1:${all.port}`, n.target, { ...n.headers, traceparent: `00-${forgedTrace}-${forgedSpan}-01` }, n.body).expect(200);
+    await postRaw(
+      `http://127.0.0.1:${all.port}`,
+      n.target,
+      { ...n.headers, traceparent: `00-${forgedTrace}-${forgedSpan}-01` },
+      n.body,
+    ).expect(200);
 
     await ledger.waitFor(() => ledger.successes().length === 1);
     const eventId = String(ledger.requests[0]!.headers['webhook-id']);
-    await otlp.waitFor(() => serverSpanOf(eventId) !== undefined && attemptsOf(serverSpanOf(eventId)!.traceId).length === 1);
+    await otlp.waitFor(
+      () => serverSpanOf(eventId) !== undefined && attemptsOf(serverSpanOf(eventId)!.traceId).length === 1,
+    );
     const server = serverSpanOf(eventId)!;
 
     expect(server.traceId).not.toBe(forgedTrace);
@@ -169,7 +241,9 @@ describe('tracing (OTLP/HTTP JSON to a local receiver)', () => {
     await ledger.waitFor(() => ledger.requests.length === 1 && ledger.requests[0]!.answered === 503);
     const eventId = String(ledger.requests[0]!.headers['webhook-id']);
     // The first attempt's span is exported before the worker dies (a SIGKILL loses what it still holds).
-    await otlp.waitFor(() => serverSpanOf(eventId) !== undefined && attemptsOf(serverSpanOf(eventId)!.traceId).length === 1);
+    await otlp.waitFor(
+      () => serverSpanOf(eventId) !== undefined && attemptsOf(serverSpanOf(eventId)!.traceId).length === 1,
+    );
     expect(await first.kill('SIGKILL')).toBe('SIGKILL');
     expect(ledger.requests).toHaveLength(1);
 
@@ -179,10 +253,18 @@ describe('tracing (OTLP/HTTP JSON to a local receiver)', () => {
     await otlp.waitFor(() => attemptsOf(traceId).length === 2);
 
     const [before, after] = attemptsOf(traceId);
-    expect(before).toMatchObject({ parentSpanId: spanId, attributes: { 'webhook.attempt': 1, 'webhook.outcome': 'retry' } });
-    expect(after).toMatchObject({ parentSpanId: spanId, attributes: { 'webhook.attempt': 2, 'webhook.outcome': 'delivered' } });
+    expect(before).toMatchObject({
+      parentSpanId: spanId,
+      attributes: { 'webhook.attempt': 1, 'webhook.outcome': 'retry' },
+    });
+    expect(after).toMatchObject({
+      parentSpanId: spanId,
+      attributes: { 'webhook.attempt': 2, 'webhook.outcome': 'delivered' },
+    });
     expect(ledger.requests[1]!.headers.traceparent).toBe(`00-${traceId}-${after!.spanId}-01`);
-    expect(second.lines.find((l) => l.message === 'delivered' && l.eventId === eventId)).toMatchObject({ trace_id: traceId });
+    expect(second.lines.find((l) => l.message === 'delivered' && l.eventId === eventId)).toMatchObject({
+      trace_id: traceId,
+    });
     expect((await eventView(receiver, eventId)).traceId).toBe(traceId);
   });
 });

@@ -25,10 +25,19 @@ const LEDGER = `function transform(event) {
 }`;
 
 beforeAll(async () => {
-  [ledger, picky, exact, euro] = await Promise.all([TargetServer.start(), TargetServer.start(), TargetServer.start(), TargetServer.start()]);
+  [ledger, picky, exact, euro] = await Promise.all([
+    TargetServer.start(),
+    TargetServer.start(),
+    TargetServer.start(),
+    TargetServer.start(),
+  ]);
   f = buildForwarding(platform, [
     { name: 'ledger', url: ledger.url, secret: SECRET, transform: LEDGER },
-    { name: 'picky', url: picky.url, transform: 'function transform(event) { return event.type === "fx.result" ? null : { type: event.type }; }' },
+    {
+      name: 'picky',
+      url: picky.url,
+      transform: 'function transform(event) { return event.type === "fx.result" ? null : { type: event.type }; }',
+    },
     {
       name: 'exact',
       url: exact.url,
@@ -39,7 +48,12 @@ beforeAll(async () => {
       }`,
     },
     // The filter sees the platform's body; the transform's output has no currency at all.
-    { name: 'euro', url: euro.url, filter: { 'data.currency': 'EUR' }, transform: 'function transform(event) { return { ok: 1 }; }' },
+    {
+      name: 'euro',
+      url: euro.url,
+      filter: { 'data.currency': 'EUR' },
+      transform: 'function transform(event) { return { ok: 1 }; }',
+    },
   ]);
 });
 afterAll(async () => {
@@ -69,19 +83,39 @@ describe('a target with a transform', () => {
         status: verified.status === null ? null : expect.any(String),
       });
       // The body is exactly the transform's JSON: no envelope around it.
-      expect(Object.keys(JSON.parse(body) as object)).toEqual(['eventId', 'kind', 'at', 'environment', 'merchant', 'paymentId', 'status']);
+      expect(Object.keys(JSON.parse(body) as object)).toEqual([
+        'eventId',
+        'kind',
+        'at',
+        'environment',
+        'merchant',
+        'paymentId',
+        'status',
+      ]);
       ids[String(verified.kind)] = String(req.headers['webhook-id']);
     }
     expect(Object.keys(ids).sort()).toEqual([...EVENT_TYPES].sort());
 
     // picky returns null for fx.result: nothing sent, the delivery done, counted and shown as dropped.
     await picky.waitFor(() => picky.successes().length === EVENT_TYPES.length - 1, 30000);
-    expect(picky.requests.map((r) => (JSON.parse(r.body.toString()) as { type: string }).type).sort()).toEqual(EVENT_TYPES.filter((t) => t !== 'fx.result').sort());
+    expect(picky.requests.map((r) => (JSON.parse(r.body.toString()) as { type: string }).type).sort()).toEqual(
+      EVENT_TYPES.filter((t) => t !== 'fx.result').sort(),
+    );
     const fxId = ids['fx.result']!;
-    await waitUntil(async () => (await f.pipeline.deliveryQueue('picky')!.getJobState(fxId)) === 'completed', 10000, 'fx.result dropped by picky');
-    expect(await counterValue(f.metrics.deliveries, { target: 'picky', event_type: 'fx.result', outcome: 'dropped' })).toBe(1);
-    expect(await counterValue(f.metrics.deliveries, { target: 'picky', outcome: 'delivered', event_type: 'fx.result' })).toBe(0);
-    const view = (await request(f.admin).get(`/admin/api/events/${fxId}`).set(bearer).expect(200)).body as { deliveries: { target: string; state: string; deliveredAt?: string; attempts: { outcome: string }[] }[] };
+    await waitUntil(
+      async () => (await f.pipeline.deliveryQueue('picky')!.getJobState(fxId)) === 'completed',
+      10000,
+      'fx.result dropped by picky',
+    );
+    expect(
+      await counterValue(f.metrics.deliveries, { target: 'picky', event_type: 'fx.result', outcome: 'dropped' }),
+    ).toBe(1);
+    expect(
+      await counterValue(f.metrics.deliveries, { target: 'picky', outcome: 'delivered', event_type: 'fx.result' }),
+    ).toBe(0);
+    const view = (await request(f.admin).get(`/admin/api/events/${fxId}`).set(bearer).expect(200)).body as {
+      deliveries: { target: string; state: string; deliveredAt?: string; attempts: { outcome: string }[] }[];
+    };
     const dropped = view.deliveries.find((d) => d.target === 'picky')!;
     expect(dropped.state).toBe('dropped');
     expect(dropped.deliveredAt).toBeUndefined();
@@ -90,14 +124,17 @@ describe('a target with a transform', () => {
   });
 
   it('gets 12345678901234567.89, 0.10, -0, 1e400 and 100.000 with their exact text after a transform copies them into a new shape; numbers it computes are written as computed', async () => {
-    const body = '{"type":"MERCH","data":{"request_id":"REQ-EXACT-1","big":12345678901234567.89,"dime":0.10,"negativeZero":-0,"huge":1e400,"padded":100.000}}';
+    const body =
+      '{"type":"MERCH","data":{"request_id":"REQ-EXACT-1","big":12345678901234567.89,"dime":0.10,"negativeZero":-0,"huge":1e400,"padded":100.000}}';
     await f.platform.send(f.receiver.app, f.platform.signed('payment.result', { body })).expect(200);
     await exact.waitFor(() => exact.successes().length >= 1, 30000);
     const sent = exact.requests.map((r) => r.body.toString('utf8')).find((b) => b.includes('12345678901234567.89'));
-    expect(sent).toBe('{"ledger":{"amounts":[12345678901234567.89,0.10,-0,1e400,100.000],"again":{"big":12345678901234567.89}},"doubled":0.2,"over":true,"text":"12345678901234567.89"}');
+    expect(sent).toBe(
+      '{"ledger":{"amounts":[12345678901234567.89,0.10,-0,1e400,100.000],"again":{"big":12345678901234567.89}},"doubled":0.2,"over":true,"text":"12345678901234567.89"}',
+    );
   });
 
-  it('is judged by its filter on the platform\'s body, before the transform', async () => {
+  it("is judged by its filter on the platform's body, before the transform", async () => {
     await waitUntil(() => euro.successes().length >= 1, 30000, 'euro delivered');
     // Of the samples, payment.result alone is in EUR (the exact-numbers body has no currency).
     expect(euro.successes().map((r) => r.body.toString())).toEqual(['{"ok":1}']);

@@ -8,7 +8,12 @@ describe("a transform call's time limit", () => {
     return { c, now: () => c.wall, cpuMs: () => c.cpu };
   }
   /** Advances the wall clock in 1 ms steps, asking the clock each step as QuickJS's interrupt does; the CPU runs `share` of the time. */
-  function run(clock: ReturnType<typeof createRunClock>, c: { wall: number; cpu: number }, ms: number, share: number): number | undefined {
+  function run(
+    clock: ReturnType<typeof createRunClock>,
+    c: { wall: number; cpu: number },
+    ms: number,
+    share: number,
+  ): number | undefined {
     for (let i = 0; i < ms; i++) {
       c.wall += 1;
       c.cpu += share;

@@ -16,13 +16,29 @@ const platform = new FakePlatform();
 /** Each is harmless for other event types (so a first event shows every sandbox compiled), hostile on payment.result. */
 const HOSTILE: Record<string, { body: string; error: RegExp }> = {
   loop: { body: 'while (true) {}', error: /^transform_error: timed out after 50 ms \(inline:loop\)$/ },
-  alloc: { body: 'const big = new Uint8Array(100 * 1024 * 1024);\n  return { n: big.length };', error: /^transform_error: InternalError: out of memory \(limit 32 MiB\) \(inline:alloc line 3\)$/ },
-  require: { body: 'return require("fs").readFileSync("/etc/passwd", "utf8");', error: /^transform_error: ReferenceError: 'require' is not defined \(inline:require line 3\)$/ },
-  exit: { body: 'process.exit(1);', error: /^transform_error: ReferenceError: 'process' is not defined \(inline:exit line 3\)$/ },
-  fetch: { body: 'return fetch("http://127.0.0.1:1/");', error: /^transform_error: ReferenceError: 'fetch' is not defined \(inline:fetch line 3\)$/ },
-  escape: { body: 'return globalThis.constructor.constructor("return process")().env;', error: /^transform_error: ReferenceError: 'process' is not defined \(inline:escape line 3\)$/ },
+  alloc: {
+    body: 'const big = new Uint8Array(100 * 1024 * 1024);\n  return { n: big.length };',
+    error: /^transform_error: InternalError: out of memory \(limit 32 MiB\) \(inline:alloc line 3\)$/,
+  },
+  require: {
+    body: 'return require("fs").readFileSync("/etc/passwd", "utf8");',
+    error: /^transform_error: ReferenceError: 'require' is not defined \(inline:require line 3\)$/,
+  },
+  exit: {
+    body: 'process.exit(1);',
+    error: /^transform_error: ReferenceError: 'process' is not defined \(inline:exit line 3\)$/,
+  },
+  fetch: {
+    body: 'return fetch("http://127.0.0.1:1/");',
+    error: /^transform_error: ReferenceError: 'fetch' is not defined \(inline:fetch line 3\)$/,
+  },
+  escape: {
+    body: 'return globalThis.constructor.constructor("return process")().env;',
+    error: /^transform_error: ReferenceError: 'process' is not defined \(inline:escape line 3\)$/,
+  },
 };
-const source = (body: string) => `function transform(event) {\n  if (event.type !== 'payment.result') return null;\n  ${body}\n}`;
+const source = (body: string) =>
+  `function transform(event) {\n  if (event.type !== 'payment.result') return null;\n  ${body}\n}`;
 
 let f: ForwardingHarness;
 let plain: TargetServer;
@@ -35,8 +51,17 @@ beforeAll(async () => {
   [plain, shaped, hostile] = await Promise.all([TargetServer.start(), TargetServer.start(), TargetServer.start()]);
   f = buildForwarding(platform, [
     { name: 'plain', url: plain.url },
-    { name: 'shaped', url: shaped.url, transform: 'function transform(event) { return { id: event.id, type: event.type }; }' },
-    ...Object.entries(HOSTILE).map(([name, h]) => ({ name, url: hostile.url, transform: source(h.body), maxAttempts: 5 })),
+    {
+      name: 'shaped',
+      url: shaped.url,
+      transform: 'function transform(event) { return { id: event.id, type: event.type }; }',
+    },
+    ...Object.entries(HOSTILE).map(([name, h]) => ({
+      name,
+      url: hostile.url,
+      transform: source(h.body),
+      maxAttempts: 5,
+    })),
   ]);
   publicPort = createServer(f.receiver.app);
   await new Promise<void>((r) => publicPort.listen(0, '127.0.0.1', () => r()));
@@ -86,14 +111,26 @@ describe('a hostile or broken transform', () => {
   it('an infinite loop, a 100 MB allocation, require, process.exit, fetch and escaping through constructors each fail their delivery with transform_error; other targets and the receiver keep working', async () => {
     // A first event the hostile transforms drop: every sandbox has compiled and answered.
     await f.platform.send(f.receiver.app, f.platform.signed('fx.result')).expect(200);
-    await waitUntil(async () => {
-      const counts = await Promise.all(Object.keys(HOSTILE).map((name) => counterValue(f.metrics.deliveries, { target: name, event_type: 'fx.result', outcome: 'dropped' })));
-      return counts.every((c) => c === 1);
-    }, 30000, 'every hostile sandbox compiled').catch(async (err: Error) => {
-      const states = await Promise.all(Object.keys(HOSTILE).map(async (name) => {
-        const jobs = await f.pipeline.deliveryQueue(name)!.getJobs(['failed', 'completed', 'active', 'wait', 'delayed']);
-        return `${name}: ${jobs.map((j) => `${j.data.eventType} ${j.failedReason ?? ''} ${JSON.stringify(j.returnvalue)}`).join('; ')}`;
-      }));
+    await waitUntil(
+      async () => {
+        const counts = await Promise.all(
+          Object.keys(HOSTILE).map((name) =>
+            counterValue(f.metrics.deliveries, { target: name, event_type: 'fx.result', outcome: 'dropped' }),
+          ),
+        );
+        return counts.every((c) => c === 1);
+      },
+      30000,
+      'every hostile sandbox compiled',
+    ).catch(async (err: Error) => {
+      const states = await Promise.all(
+        Object.keys(HOSTILE).map(async (name) => {
+          const jobs = await f.pipeline
+            .deliveryQueue(name)!
+            .getJobs(['failed', 'completed', 'active', 'wait', 'delayed']);
+          return `${name}: ${jobs.map((j) => `${j.data.eventType} ${j.failedReason ?? ''} ${JSON.stringify(j.returnvalue)}`).join('; ')}`;
+        }),
+      );
       throw new Error(`${err.message}\n${states.join('\n')}`);
     });
 
@@ -115,27 +152,46 @@ describe('a hostile or broken transform', () => {
 });
 
 async function deliverAmongHostile(): Promise<void> {
-    await f.platform.send(f.receiver.app, f.platform.signed('payment.result')).expect(200);
-    const eventId = await (async () => {
-      await plain.waitFor(() => plain.successes().length === 2, 20000);
-      return String(plain.requests[1]!.headers['webhook-id']);
-    })();
-    for (const name of Object.keys(HOSTILE)) {
-      await waitUntil(async () => (await f.pipeline.deliveryQueue(name)!.getJobState(eventId)) === 'failed', 20000, `${name} dead-lettered`);
-    }
-    // Once, at once: permanent, not retried (maxAttempts is 5).
-    for (const [name, h] of Object.entries(HOSTILE)) {
-      const job = await f.pipeline.deliveryQueue(name)!.getJob(eventId);
-      const data = job!.data as DeliveryJob;
-      expect({ name, attempts: job!.attemptsMade, errorClass: data.lastFailure?.errorClass }).toEqual({ name, attempts: 1, errorClass: 'transform_error' });
-      expect(data.lastFailure!.error).toMatch(h.error);
-      expect(job!.failedReason).toMatch(h.error);
-    }
-    expect(hostile.requests).toHaveLength(0);
+  await f.platform.send(f.receiver.app, f.platform.signed('payment.result')).expect(200);
+  const eventId = await (async () => {
+    await plain.waitFor(() => plain.successes().length === 2, 20000);
+    return String(plain.requests[1]!.headers['webhook-id']);
+  })();
+  for (const name of Object.keys(HOSTILE)) {
+    await waitUntil(
+      async () => (await f.pipeline.deliveryQueue(name)!.getJobState(eventId)) === 'failed',
+      20000,
+      `${name} dead-lettered`,
+    );
+  }
+  // Once, at once: permanent, not retried (maxAttempts is 5).
+  for (const [name, h] of Object.entries(HOSTILE)) {
+    const job = await f.pipeline.deliveryQueue(name)!.getJob(eventId);
+    const data = job!.data as DeliveryJob;
+    expect({ name, attempts: job!.attemptsMade, errorClass: data.lastFailure?.errorClass }).toEqual({
+      name,
+      attempts: 1,
+      errorClass: 'transform_error',
+    });
+    expect(data.lastFailure!.error).toMatch(h.error);
+    expect(job!.failedReason).toMatch(h.error);
+  }
+  expect(hostile.requests).toHaveLength(0);
 
-    // Other targets, and the sandboxes that failed, go on with the next event.
-    await f.platform.send(f.receiver.app, f.platform.signed('settlement.result')).expect(200);
-    await plain.waitFor(() => plain.successes().length === 3, 20000);
-    await shaped.waitFor(() => shaped.successes().length === 3, 20000);
-    await waitUntil(async () => (await Promise.all(Object.keys(HOSTILE).map((name) => counterValue(f.metrics.deliveries, { target: name, event_type: 'settlement.result', outcome: 'dropped' })))).every((c) => c === 1), 20000, 'the hostile sandboxes answer again');
+  // Other targets, and the sandboxes that failed, go on with the next event.
+  await f.platform.send(f.receiver.app, f.platform.signed('settlement.result')).expect(200);
+  await plain.waitFor(() => plain.successes().length === 3, 20000);
+  await shaped.waitFor(() => shaped.successes().length === 3, 20000);
+  await waitUntil(
+    async () =>
+      (
+        await Promise.all(
+          Object.keys(HOSTILE).map((name) =>
+            counterValue(f.metrics.deliveries, { target: name, event_type: 'settlement.result', outcome: 'dropped' }),
+          ),
+        )
+      ).every((c) => c === 1),
+    20000,
+    'the hostile sandboxes answer again',
+  );
 }

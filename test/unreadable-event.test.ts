@@ -21,7 +21,8 @@ afterAll(async () => {
 
 const api = (path: string) => request(w.f.admin).get(path).set('authorization', `Bearer ${ADMIN_TEST_TOKEN}`);
 const page = (path: string) => request(w.f.admin).get(path).auth(OPERATOR.username, OPERATOR.password);
-const damage = (target: string) => redis.hset(w.f.pipeline.deliveryQueue(target)!.toKey(w.eventId), 'data', '{not json');
+const damage = (target: string) =>
+  redis.hset(w.f.pipeline.deliveryQueue(target)!.toKey(w.eventId), 'data', '{not json');
 const NOT_JSON = /^its stored job is not JSON: /;
 
 describe('an event whose delivery job to one target is unreadable', () => {
@@ -33,15 +34,29 @@ describe('an event whose delivery job to one target is unreadable', () => {
     expect(res.body).toMatchObject({ eventId: w.eventId, eventType: 'payment.result', environment: 'production' });
     const byTarget = Object.fromEntries((res.body.deliveries as { target: string }[]).map((d) => [d.target, d]));
     expect(byTarget.ledger).toMatchObject({ state: 'completed', attemptsMade: 1 });
-    expect(byTarget.erp).toEqual({ target: 'erp', state: 'unreadable', unreadable: expect.stringMatching(NOT_JSON), attemptsMade: 0, failedAttempts: [], attempts: [], series: [] });
-    expect(w.f.receiver.logs.lines.find((l) => l.level === 'warn' && l.jobId === w.eventId)).toMatchObject({ message: 'job unreadable', queue: expect.stringContaining('erp'), reason: expect.stringMatching(NOT_JSON) });
+    expect(byTarget.erp).toEqual({
+      target: 'erp',
+      state: 'unreadable',
+      unreadable: expect.stringMatching(NOT_JSON),
+      attemptsMade: 0,
+      failedAttempts: [],
+      attempts: [],
+      series: [],
+    });
+    expect(w.f.receiver.logs.lines.find((l) => l.level === 'warn' && l.jobId === w.eventId)).toMatchObject({
+      message: 'job unreadable',
+      queue: expect.stringContaining('erp'),
+      reason: expect.stringMatching(NOT_JSON),
+    });
   });
 
   it('the console event page shows the readable delivery and says why the other cannot be shown', async () => {
     const res = await page(`/admin/console/events/${w.eventId}`);
     expect(res.status).toBe(200);
     expect(res.text).toMatch(/<section class="delivery" data-target="ledger"[\s\S]*data-trigger="received"/);
-    expect(res.text).toMatch(/<section class="delivery" data-target="erp"[\s\S]*unreadable[\s\S]*its stored job is not JSON: /);
+    expect(res.text).toMatch(
+      /<section class="delivery" data-target="erp"[\s\S]*unreadable[\s\S]*its stored job is not JSON: /,
+    );
   });
 
   it('the console search by its id lists the readable delivery', async () => {
@@ -56,7 +71,14 @@ describe('an event whose every job is unreadable', () => {
 
   beforeAll(async () => {
     await damage('ledger');
-    await platform.send(w.f.receiver.app, platform.signed('payment.result', { body: JSON.stringify({ type: 'MERCH', data: { request_id: 'PAY-OTHER', status: 'SUCCESS' } }) })).expect(200);
+    await platform
+      .send(
+        w.f.receiver.app,
+        platform.signed('payment.result', {
+          body: JSON.stringify({ type: 'MERCH', data: { request_id: 'PAY-OTHER', status: 'SUCCESS' } }),
+        }),
+      )
+      .expect(200);
     await w.ledger.waitFor(() => w.ledger.successes().length === 2);
     other = String(w.ledger.requests.at(-1)!.headers['webhook-id']);
   });

@@ -74,14 +74,21 @@ export interface BacklogOptions {
   orderKeys: number;
 }
 
-export async function enqueueBacklog(kind: 'service' | 'baseline', redisUrl: string, prefix: string, count: number, opts: BacklogOptions): Promise<{ seconds: number }> {
+export async function enqueueBacklog(
+  kind: 'service' | 'baseline',
+  redisUrl: string,
+  prefix: string,
+  count: number,
+  opts: BacklogOptions,
+): Promise<{ seconds: number }> {
   const connection = createRedisConnector({ ...serviceDefaults(), redisUrl }).open('producer');
   await new Promise<void>((resolve, reject) => {
     connection.once('ready', resolve);
     connection.once('error', reject);
   });
   const targets = opts.targets.map((t) => targetSchema.parse(t));
-  const producer = kind === 'service' ? servicePipeline(connection, prefix, targets) : baselineProducer(connection, prefix);
+  const producer =
+    kind === 'service' ? servicePipeline(connection, prefix, targets) : baselineProducer(connection, prefix);
   const started = performance.now();
   let next = 0;
   let notAccepted = 0;
@@ -91,7 +98,12 @@ export async function enqueueBacklog(kind: 'service' | 'baseline', redisUrl: str
       const i = next++;
       const definition = EVENT_TABLE[i % EVENT_TABLE.length];
       if (!definition) throw new Error('empty event table');
-      if (!(await producer.enqueue(request(definition.type, definition.path, opts.orderKeys > 0 ? `K${i % opts.orderKeys}` : undefined)))) notAccepted++;
+      if (
+        !(await producer.enqueue(
+          request(definition.type, definition.path, opts.orderKeys > 0 ? `K${i % opts.orderKeys}` : undefined),
+        ))
+      )
+        notAccepted++;
     }
   };
   try {

@@ -44,7 +44,8 @@ export class CpuMeter {
   /** CPU ms used by each named process since the meter started, and the wall time in ms. */
   read(): { wallMs: number; cpuMs: Record<string, number> } {
     const cpuMs: Record<string, number> = {};
-    for (const [name, pid] of Object.entries(this.pids)) cpuMs[name] = Math.round(cpuMsOf(pid) - (this.start.get(name) ?? Number.NaN));
+    for (const [name, pid] of Object.entries(this.pids))
+      cpuMs[name] = Math.round(cpuMsOf(pid) - (this.start.get(name) ?? Number.NaN));
     return { wallMs: performance.now() - this.startedAt, cpuMs };
   }
 }
@@ -54,7 +55,12 @@ export class CpuMeter {
  * `activeMs`: the span in which the requests were answered, when the reading also covers a start-up
  * and a tail in which the processes idle (a saturating run); percentages are of that span.
  */
-export function cpuFigures(reading: { wallMs: number; cpuMs: Record<string, number> }, loadGeneratorCpuMs: number, requests: number, activeMs = reading.wallMs) {
+export function cpuFigures(
+  reading: { wallMs: number; cpuMs: Record<string, number> },
+  loadGeneratorCpuMs: number,
+  requests: number,
+  activeMs = reading.wallMs,
+) {
   const pct = (ms: number | undefined) => Math.round(((ms ?? Number.NaN) / activeMs) * 1000) / 10;
   const perRequest = (ms: number | undefined) => Math.round(((ms ?? Number.NaN) / Math.max(1, requests)) * 1000) / 1000;
   return {

@@ -80,7 +80,14 @@ async function paced(spec: Extract<LoadSpec, { mode: 'paced' }>, requests: WireR
     lags[i] = now - dueAt;
     pending++;
     pool
-      .request({ path: r.path, method: 'POST', headers: r.headers, body: r.body, headersTimeout: timeoutMs, bodyTimeout: timeoutMs })
+      .request({
+        path: r.path,
+        method: 'POST',
+        headers: r.headers,
+        body: r.body,
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
+      })
       .then(async (res) => {
         await res.body.dump();
         lastAnswer = performance.now();
@@ -112,7 +119,10 @@ async function paced(spec: Extract<LoadSpec, { mode: 'paced' }>, requests: WireR
   const windows: LoadWindow[] = [];
   const perWindow = Math.max(1, Math.round(spec.windowSec * spec.rate));
   for (let from = 0; from < n; from += perWindow) {
-    windows.push({ fromSec: round3(from / spec.rate), ack: summarize(latency.subarray(from, Math.min(n, from + perWindow))) });
+    windows.push({
+      fromSec: round3(from / spec.rate),
+      ack: summarize(latency.subarray(from, Math.min(n, from + perWindow))),
+    });
   }
   const lagSummary = summarize(lags.subarray(0, sent));
   return {
@@ -142,7 +152,9 @@ async function main(): Promise<void> {
   const result = spec.mode === 'saturate' ? await saturate(spec, requests) : await paced(spec, requests);
   const cpu = process.cpuUsage(cpuBefore);
   result.cpuMs = Math.round((cpu.user + cpu.system) / 1000);
-  await new Promise<void>((resolve, reject) => process.send?.(result, undefined, undefined, (err) => (err ? reject(err) : resolve())));
+  await new Promise<void>((resolve, reject) =>
+    process.send?.(result, undefined, undefined, (err) => (err ? reject(err) : resolve())),
+  );
   process.disconnect?.();
 }
 

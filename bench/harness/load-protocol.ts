@@ -15,7 +15,15 @@ export interface WireRequest {
  */
 export type LoadSpec =
   | { mode: 'saturate'; url: string; requestsFile: string; amount: number; connections: number; timeoutSec: number }
-  | { mode: 'paced'; url: string; requestsFile: string; rate: number; connections: number; timeoutSec: number; windowSec: number };
+  | {
+      mode: 'paced';
+      url: string;
+      requestsFile: string;
+      rate: number;
+      connections: number;
+      timeoutSec: number;
+      windowSec: number;
+    };
 
 export interface LoadWindow {
   fromSec: number;

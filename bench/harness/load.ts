@@ -14,7 +14,11 @@ let runs = 0;
  * Hands presigned requests to a fresh load-generator process (through a file, since a large request
  * list is slow over IPC) and waits for its result. The bound is the run's own timing plus margin.
  */
-export async function runLoad(workdir: Workdir, spec: SpecWithoutFile, requests: readonly PresignedRequest[]): Promise<LoadResult> {
+export async function runLoad(
+  workdir: Workdir,
+  spec: SpecWithoutFile,
+  requests: readonly PresignedRequest[],
+): Promise<LoadResult> {
   const id = ++runs;
   const requestsFile = workdir.file(`requests-${id}.json`);
   const specFile = workdir.file(`load-${id}.json`);

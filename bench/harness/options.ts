@@ -2,7 +2,17 @@ import path from 'node:path';
 import { projectRoot } from '../../src/config/project-root';
 import { EVENT_TYPES } from '../../src/model/event-table';
 
-export const PHASES = ['ingest', 'fixedRate', 'drain', 'growth', 'soak', 'amqp', 'tracing', 'console', 'transform'] as const;
+export const PHASES = [
+  'ingest',
+  'fixedRate',
+  'drain',
+  'growth',
+  'soak',
+  'amqp',
+  'tracing',
+  'console',
+  'transform',
+] as const;
 export type PhaseName = (typeof PHASES)[number];
 
 /** Everything a run can vary; `npm run bench -- --smoke` or BENCH_* environment variables pick the values. */
@@ -30,7 +40,13 @@ export interface BenchOptions {
    * rounds: interleaved raw-worker/service drains of the backlog (the 10x growth backlog runs once);
    * the best of each counts, as in the ingest phase.
    */
-  drain: { backlog: number; growthBacklog: number; rawWorkerConcurrency: number; targetConcurrency: number; rounds: number };
+  drain: {
+    backlog: number;
+    growthBacklog: number;
+    rawWorkerConcurrency: number;
+    targetConcurrency: number;
+    rounds: number;
+  };
   /**
    * The drain to RabbitMQ (the machine's, by default): the service's delivery worker against raw
    * amqplib publishers with confirms, the same backlog, interleaved `rounds` times; the best counts.
@@ -64,7 +80,8 @@ export function flagsToEnv(argv: readonly string[]): Env {
   const env: Env = {};
   for (const arg of argv) {
     const m = /^--([a-z0-9-]+)(?:=(.*))?$/.exec(arg);
-    if (!m || !m[1]) throw new Error(`unknown argument ${arg}: use --smoke, --profile or --name=value (see docs/benchmarks.md)`);
+    if (!m || !m[1])
+      throw new Error(`unknown argument ${arg}: use --smoke, --profile or --name=value (see docs/benchmarks.md)`);
     env[`BENCH_${m[1].replace(/-/g, '_').toUpperCase()}`] = m[2] ?? '1';
   }
   return env;
@@ -85,7 +102,10 @@ function flag(env: Env, name: string): boolean {
 
 function keyValues(text: string): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const pair of text.split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const pair of text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const eq = pair.indexOf('=');
     if (eq <= 0) throw new Error(`BENCH_SERVICE_ENV: expected NAME=value, got ${pair}`);
     out[pair.slice(0, eq)] = pair.slice(eq + 1);
@@ -96,9 +116,13 @@ function keyValues(text: string): Record<string, string> {
 function phases(env: Env): Set<PhaseName> {
   const raw = env.BENCH_PHASES;
   if (!raw) return new Set(PHASES);
-  const picked = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  const picked = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   for (const p of picked) {
-    if (!(PHASES as readonly string[]).includes(p)) throw new Error(`BENCH_PHASES: unknown phase ${p} (known: ${PHASES.join(', ')})`);
+    if (!(PHASES as readonly string[]).includes(p))
+      throw new Error(`BENCH_PHASES: unknown phase ${p} (known: ${PHASES.join(', ')})`);
   }
   return new Set(picked as PhaseName[]);
 }
@@ -154,6 +178,9 @@ export function benchOptions(env: Env, command: string): BenchOptions {
     keepServiceLogs: flag(env, 'SERVICE_LOGS'),
     serviceEnv: keyValues(env.BENCH_SERVICE_ENV ?? ''),
     baselineAutoPipelining: flag(env, 'BASELINE_AUTOPIPELINE'),
-    serviceNodeFlags: env.BENCH_SERVICE_NODE_FLAGS === undefined ? undefined : env.BENCH_SERVICE_NODE_FLAGS.split(/\s+/).filter(Boolean),
+    serviceNodeFlags:
+      env.BENCH_SERVICE_NODE_FLAGS === undefined
+        ? undefined
+        : env.BENCH_SERVICE_NODE_FLAGS.split(/\s+/).filter(Boolean),
   };
 }

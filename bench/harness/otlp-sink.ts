@@ -17,7 +17,11 @@ export class OtlpSink {
       req.on('data', (c: Buffer) => (sink!.bytes += c.length));
       req.on('end', () => {
         sink!.exports++;
-        res.writeHead(req.url === '/v1/traces' ? 200 : 404, { 'content-type': req.headers['content-type'] ?? 'application/x-protobuf' }).end();
+        res
+          .writeHead(req.url === '/v1/traces' ? 200 : 404, {
+            'content-type': req.headers['content-type'] ?? 'application/x-protobuf',
+          })
+          .end();
       });
     });
     sink = new OtlpSink(server);

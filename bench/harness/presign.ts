@@ -26,7 +26,11 @@ export interface PresignOptions {
  * load starts so the load generator only sends bytes; it yields now and then so timers (RSS
  * sampling, IPC) in this process keep running.
  */
-export async function presign(privateKey: KeyObject, count: number, opts: PresignOptions = {}): Promise<PresignedRequest[]> {
+export async function presign(
+  privateKey: KeyObject,
+  count: number,
+  opts: PresignOptions = {},
+): Promise<PresignedRequest[]> {
   const out: PresignedRequest[] = [];
   for (let i = 0; i < count; i++) {
     const definition = EVENT_TABLE[i % EVENT_TABLE.length];
@@ -35,7 +39,13 @@ export async function presign(privateKey: KeyObject, count: number, opts: Presig
     const bytes = Buffer.from(body);
     const headers = {
       'content-type': 'application/json',
-      ...signCurrent({ privateKey, target: definition.path, body: bytes, nonce: randomNonce(), timestamp: opts.timestampAt?.(i) }),
+      ...signCurrent({
+        privateKey,
+        target: definition.path,
+        body: bytes,
+        nonce: randomNonce(),
+        timestamp: opts.timestampAt?.(i),
+      }),
     };
     out.push({ path: definition.path, headers, body, requestId });
     if (i % 2000 === 1999) await new Promise<void>((resolve) => setImmediate(resolve));

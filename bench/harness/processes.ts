@@ -18,11 +18,15 @@ export function benchModule(name: string): string {
 }
 
 export function serviceModule(): string {
-  return RUNNING_FROM_TS ? path.join(PROJECT_ROOT, 'src', 'main.ts') : path.join(PROJECT_ROOT, 'dist', 'src', 'main.js');
+  return RUNNING_FROM_TS
+    ? path.join(PROJECT_ROOT, 'src', 'main.ts')
+    : path.join(PROJECT_ROOT, 'dist', 'src', 'main.js');
 }
 
 export function forwardingAvailable(): boolean {
-  const dir = RUNNING_FROM_TS ? path.join(PROJECT_ROOT, 'src', 'forwarding') : path.join(PROJECT_ROOT, 'dist', 'src', 'forwarding');
+  const dir = RUNNING_FROM_TS
+    ? path.join(PROJECT_ROOT, 'src', 'forwarding')
+    : path.join(PROJECT_ROOT, 'dist', 'src', 'forwarding');
   const file = path.join(dir, RUNNING_FROM_TS ? 'workers.ts' : 'workers.js');
   return existsSync(file);
 }
@@ -33,7 +37,9 @@ export function forwardingAvailable(): boolean {
  */
 export function serviceNodeFlags(): string[] {
   if (nodeFlagsOverride !== undefined) return nodeFlagsOverride;
-  const pkg = JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8')) as { scripts?: { start?: string } };
+  const pkg = JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8')) as {
+    scripts?: { start?: string };
+  };
   return (pkg.scripts?.start ?? '').split(/\s+/).filter((arg) => arg.startsWith('--'));
 }
 
@@ -69,12 +75,18 @@ function track(child: ChildProcess): ChildProcess {
 /** Kills, by pid, every child this harness started and that is still running (on failure or Ctrl-C). */
 export function killAllChildren(): void {
   for (const child of children) {
-    if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) process.kill(child.pid, 'SIGKILL');
+    if (child.exitCode === null && child.signalCode === null && child.pid !== undefined)
+      process.kill(child.pid, 'SIGKILL');
   }
   children.clear();
 }
 
-export function forkBench(name: string, args: string[], env: Record<string, string>, nodeArgs: string[] = []): ChildProcess {
+export function forkBench(
+  name: string,
+  args: string[],
+  env: Record<string, string>,
+  nodeArgs: string[] = [],
+): ChildProcess {
   return track(
     fork(benchModule(name), args, {
       cwd: PROJECT_ROOT,
@@ -88,7 +100,13 @@ export function forkBench(name: string, args: string[], env: Record<string, stri
 export function spawnService(env: Record<string, string>, stdio: StdioOptions, nodeArgs: string[] = []): ChildProcess {
   // Under jest the service runs through ts-node, whose compiler shares the heap: no production limits there.
   const limits = RUNNING_FROM_TS ? [] : serviceNodeFlags();
-  return track(spawn(process.execPath, [...loaderArgs(), ...limits, ...nodeArgs, serviceModule()], { cwd: PROJECT_ROOT, env: baseEnv(env), stdio }));
+  return track(
+    spawn(process.execPath, [...loaderArgs(), ...limits, ...nodeArgs, serviceModule()], {
+      cwd: PROJECT_ROOT,
+      env: baseEnv(env),
+      stdio,
+    }),
+  );
 }
 
 export function spawnTracked(command: string, args: string[]): ChildProcess {
@@ -96,13 +114,19 @@ export function spawnTracked(command: string, args: string[]): ChildProcess {
 }
 
 /** Resolves with the first IPC message of the given type; rejects when the child exits or time is up. */
-export function waitForMessage<T extends { type: string }>(child: ChildProcess, type: T['type'], timeoutMs: number): Promise<T> {
+export function waitForMessage<T extends { type: string }>(
+  child: ChildProcess,
+  type: T['type'],
+  timeoutMs: number,
+): Promise<T> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => finish(new Error(`no "${type}" message within ${timeoutMs} ms`)), timeoutMs);
     const onMessage = (msg: unknown) => {
-      if (typeof msg === 'object' && msg !== null && (msg as { type?: unknown }).type === type) finish(undefined, msg as T);
+      if (typeof msg === 'object' && msg !== null && (msg as { type?: unknown }).type === type)
+        finish(undefined, msg as T);
     };
-    const onExit = (code: number | null, signal: string | null) => finish(new Error(`child exited (${code ?? signal}) before "${type}"`));
+    const onExit = (code: number | null, signal: string | null) =>
+      finish(new Error(`child exited (${code ?? signal}) before "${type}"`));
     const finish = (err?: Error, msg?: T) => {
       clearTimeout(timer);
       child.off('message', onMessage);

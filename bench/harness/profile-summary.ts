@@ -27,7 +27,8 @@ function location(url: string, line: number): string {
   if (!url) return '';
   const clean = url.replace(/^file:\/\//, '');
   const nm = clean.lastIndexOf('node_modules/');
-  const short = nm >= 0 ? clean.slice(nm + 'node_modules/'.length) : clean.replace(/^.*\/(dist\/)?(src|bench)\//, '$2/');
+  const short =
+    nm >= 0 ? clean.slice(nm + 'node_modules/'.length) : clean.replace(/^.*\/(dist\/)?(src|bench)\//, '$2/');
   return `${short}:${line + 1}`;
 }
 
@@ -36,7 +37,10 @@ function location(url: string, line: number): string {
  * every sample, excluding idle time. The package view adds up self time per dependency or folder of
  * our own code, Node internals charged to their caller.
  */
-export function summarizeProfile(file: string, top = 25): { totalMs: number; top: ProfileEntry[]; byPackage: { name: string; selfPct: number }[] } {
+export function summarizeProfile(
+  file: string,
+  top = 25,
+): { totalMs: number; top: ProfileEntry[]; byPackage: { name: string; selfPct: number }[] } {
   const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const parentOf = new Map<number, number>();
@@ -78,7 +82,10 @@ export function summarizeProfile(file: string, top = 25): { totalMs: number; top
       .sort((a, b) => b.us - a.us)
       .slice(0, top)
       .map((e) => ({ selfMs: Math.round(e.us / 1000), selfPct: pct(e.us), function: e.fn, location: e.loc })),
-    byPackage: [...byPackage.entries()].sort((a, b) => b[1] - a[1]).slice(0, 20).map(([name, us]) => ({ name, selfPct: pct(us) })),
+    byPackage: [...byPackage.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 20)
+      .map(([name, us]) => ({ name, selfPct: pct(us) })),
   };
 }
 

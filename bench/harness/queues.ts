@@ -27,9 +27,18 @@ export async function jobTotals(redis: Redis, prefix: string): Promise<JobTotals
   for (const name of await queueNames(redis, prefix)) {
     // A Queue on a shared connection: close() leaves the connection open.
     const queue = openQueue(redis, prefix, name);
-    const c = await queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'waiting-children', 'completed', 'failed');
+    const c = await queue.getJobCounts(
+      'waiting',
+      'active',
+      'delayed',
+      'prioritized',
+      'waiting-children',
+      'completed',
+      'failed',
+    );
     await queue.close();
-    totals.pending += (c.waiting ?? 0) + (c.active ?? 0) + (c.delayed ?? 0) + (c.prioritized ?? 0) + (c['waiting-children'] ?? 0);
+    totals.pending +=
+      (c.waiting ?? 0) + (c.active ?? 0) + (c.delayed ?? 0) + (c.prioritized ?? 0) + (c['waiting-children'] ?? 0);
     totals.completed += c.completed ?? 0;
     totals.failed += c.failed ?? 0;
   }

@@ -13,14 +13,21 @@ export class BenchRedis {
   static async start(): Promise<BenchRedis> {
     const port = await freePort();
     const child = spawnTracked('redis-server', [
-      '--port', String(port),
-      '--bind', '127.0.0.1',
-      '--save', '',
-      '--appendonly', 'no',
-      '--maxmemory-policy', 'noeviction',
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--maxmemory-policy',
+      'noeviction',
     ]);
     const spawnFailed = new Promise<never>((_, reject) =>
-      child.once('error', (err) => reject(new Error(`cannot start redis-server (${err.message}): install it (apt-get install redis-server)`))),
+      child.once('error', (err) =>
+        reject(new Error(`cannot start redis-server (${err.message}): install it (apt-get install redis-server)`)),
+      ),
     );
     const url = `redis://127.0.0.1:${port}`;
     const admin = await Promise.race([connectWhenUp(url), spawnFailed]);
@@ -125,7 +132,10 @@ export async function censusKeys(redis: Redis, prefix: string): Promise<KeyCensu
  * `MEMORY USAGE` (every element counted) of every key under a prefix except BullMQ's event streams
  * (capped by BullMQ, not per event): what Redis holds for the events it remembers.
  */
-export async function memoryUsage(redis: Redis, prefix: string): Promise<{ bytes: number; byKind: Record<string, { keys: number; bytes: number }> }> {
+export async function memoryUsage(
+  redis: Redis,
+  prefix: string,
+): Promise<{ bytes: number; byKind: Record<string, { keys: number; bytes: number }> }> {
   let bytes = 0;
   const byKind: Record<string, { keys: number; bytes: number }> = {};
   for await (const keys of scanKeys(redis, `${prefix}:*`)) {
@@ -149,8 +159,12 @@ export async function memoryUsage(redis: Redis, prefix: string): Promise<{ bytes
 /** A key's kind for the memory breakdown: its segments after the prefix, ids replaced by `*`. */
 function keyKind(key: string, prefix: string): string {
   const parts = key.slice(prefix.length + 1).split(':');
-  if (parts.length <= 2) return parts.length === 2 && /^[a-z-]+$/.test(parts[1] ?? '') ? 'queue structures' : `${parts[0]}:*`;
-  return `${parts.slice(0, -1).join(':').replace(/^[a-z_.]+\.[a-z_]+:|^deliver\.[a-z0-9_-]+:/, '<queue>:')}:*`;
+  if (parts.length <= 2)
+    return parts.length === 2 && /^[a-z-]+$/.test(parts[1] ?? '') ? 'queue structures' : `${parts[0]}:*`;
+  return `${parts
+    .slice(0, -1)
+    .join(':')
+    .replace(/^[a-z_.]+\.[a-z_]+:|^deliver\.[a-z0-9_-]+:/, '<queue>:')}:*`;
 }
 
 /** Deletes every key under a prefix that has a TTL, as if its time had come (de-duplication window passed). */

@@ -30,7 +30,14 @@ export const TARGETS = {
 const r2 = (v: number) => Math.round(v * 100) / 100;
 
 function ratio(service: number | undefined, baseline: number | undefined): number | string {
-  if (service === undefined || baseline === undefined || !Number.isFinite(service) || !Number.isFinite(baseline) || baseline === 0) return '—';
+  if (
+    service === undefined ||
+    baseline === undefined ||
+    !Number.isFinite(service) ||
+    !Number.isFinite(baseline) ||
+    baseline === 0
+  )
+    return '—';
   return r2(service / baseline);
 }
 
@@ -48,7 +55,15 @@ function skippedText(d: MaybeDrain): string {
 
 export function buildRows(res: BenchResult): TableRow[] {
   const rows: TableRow[] = [];
-  const row = (section: string, metric: string, service: number | string | undefined, baseline: number | string | undefined, target = '', met: boolean | null = null, withRatio = true) =>
+  const row = (
+    section: string,
+    metric: string,
+    service: number | string | undefined,
+    baseline: number | string | undefined,
+    target = '',
+    met: boolean | null = null,
+    withRatio = true,
+  ) =>
     rows.push({
       section,
       metric,
@@ -64,7 +79,14 @@ export function buildRows(res: BenchResult): TableRow[] {
     const sec = `ingest (closed loop, ${connections} conns)`;
     const vsExpress = `ingest vs the Express baseline (${connections} conns)`;
     const q = ratio(s.acceptedPerSec, x.acceptedPerSec);
-    row(vsExpress, 'accepted/s, no errors', s.acceptedPerSec, x.acceptedPerSec, `>= ${TARGETS.ingestRatio}x`, typeof q === 'number' && q >= TARGETS.ingestRatio && s.errors === 0);
+    row(
+      vsExpress,
+      'accepted/s, no errors',
+      s.acceptedPerSec,
+      x.acceptedPerSec,
+      `>= ${TARGETS.ingestRatio}x`,
+      typeof q === 'number' && q >= TARGETS.ingestRatio && s.errors === 0,
+    );
     row(vsExpress, 'errors', s.errors, x.errors, '0', s.errors === 0, false);
     row(vsExpress, 'CPU ms per accepted request', s.cpu.subjectMsPerRequest, x.cpu.subjectMsPerRequest);
     row(sec, 'accepted/s, no errors', s.acceptedPerSec, b.acceptedPerSec);
@@ -82,8 +104,23 @@ export function buildRows(res: BenchResult): TableRow[] {
     row(sec, 'ack p50 ms', s.ack.p50, b.ack.p50);
     row(sec, 'ack p99 ms', s.ack.p99, b.ack.p99, `<= ${TARGETS.ackP99Ms} ms`, s.ack.p99 <= TARGETS.ackP99Ms);
     row(sec, 'e2e p50 ms', s.e2e?.p50 ?? s.e2eSkipped, b.e2e?.p50);
-    row(sec, 'e2e p99 ms', s.e2e?.p99 ?? s.e2eSkipped, b.e2e?.p99, `<= ${TARGETS.e2eP99Ms} ms`, s.e2e ? s.e2e.p99 <= TARGETS.e2eP99Ms : null);
-    row(sec, 'errors (+ undelivered)', s.errors + (s.undelivered ?? 0), b.errors + (b.undelivered ?? 0), '0', s.errors + (s.undelivered ?? 0) === 0, false);
+    row(
+      sec,
+      'e2e p99 ms',
+      s.e2e?.p99 ?? s.e2eSkipped,
+      b.e2e?.p99,
+      `<= ${TARGETS.e2eP99Ms} ms`,
+      s.e2e ? s.e2e.p99 <= TARGETS.e2eP99Ms : null,
+    );
+    row(
+      sec,
+      'errors (+ undelivered)',
+      s.errors + (s.undelivered ?? 0),
+      b.errors + (b.undelivered ?? 0),
+      '0',
+      s.errors + (s.undelivered ?? 0) === 0,
+      false,
+    );
     row(sec, 'CPU ms per event (receive + deliver)', s.cpu.subjectMsPerRequest, b.cpu.subjectMsPerRequest);
     row(sec, 'CPU % of a core: subject / redis / load gen', cpuSplit(s.cpu), cpuSplit(b.cpu), '', null, false);
     row(sec, 'load generator lag p99 ms', s.generatorLagMs.p99, b.generatorLagMs.p99, '', null, false);
@@ -94,12 +131,36 @@ export function buildRows(res: BenchResult): TableRow[] {
     const b = drained(d.baseline);
     const sec = `${label} ${d.backlog.toLocaleString('en-US')} queued`;
     const q = ratio(s?.eventsPerSec, b?.eventsPerSec);
-    row(sec, 'events/s delivered', s?.eventsPerSec ?? skippedText(d.service), b?.eventsPerSec ?? skippedText(d.baseline), `>= ${TARGETS.drainRatio}x`, s ? typeof q === 'number' && q >= TARGETS.drainRatio : null);
-    if (d.rounds) row(sec, 'events/s delivered, every round (best counts)', d.rounds.service.map((r) => r.toLocaleString('en-US')).join(' / '), d.rounds.baseline.map((r) => r.toLocaleString('en-US')).join(' / '), '', null, false);
+    row(
+      sec,
+      'events/s delivered',
+      s?.eventsPerSec ?? skippedText(d.service),
+      b?.eventsPerSec ?? skippedText(d.baseline),
+      `>= ${TARGETS.drainRatio}x`,
+      s ? typeof q === 'number' && q >= TARGETS.drainRatio : null,
+    );
+    if (d.rounds)
+      row(
+        sec,
+        'events/s delivered, every round (best counts)',
+        d.rounds.service.map((r) => r.toLocaleString('en-US')).join(' / '),
+        d.rounds.baseline.map((r) => r.toLocaleString('en-US')).join(' / '),
+        '',
+        null,
+        false,
+      );
     row(sec, 'CPU ms per delivery (drainer)', s?.cpuMsPerDelivery, b?.cpuMsPerDelivery);
     row(sec, 'Redis CPU ms per delivery', s?.redisCpuMsPerDelivery, b?.redisCpuMsPerDelivery);
     row(sec, 'Redis bytes per queued event', s?.redisBytesPerQueuedEvent, b?.redisBytesPerQueuedEvent);
-    row(sec, 'Redis after drain, MB above start', s ? r2(s.redisAfterDrainMB - s.redisStartMB) : undefined, b ? r2(b.redisAfterDrainMB - b.redisStartMB) : undefined, '', null, false);
+    row(
+      sec,
+      'Redis after drain, MB above start',
+      s ? r2(s.redisAfterDrainMB - s.redisStartMB) : undefined,
+      b ? r2(b.redisAfterDrainMB - b.redisStartMB) : undefined,
+      '',
+      null,
+      false,
+    );
     row(
       sec,
       'Redis per remembered event (MEMORY USAGE, no streams), B',
@@ -108,10 +169,28 @@ export function buildRows(res: BenchResult): TableRow[] {
       `<= ${TARGETS.rememberedBytesPerEvent}`,
       s ? s.rememberedBytesPerEvent <= TARGETS.rememberedBytesPerEvent : null,
     );
-    row(sec, 'Redis per event in replay keys (kept 2x the timestamp tolerance), B', s?.replayBytesPerEvent, b?.replayBytesPerEvent, '', null, false);
+    row(
+      sec,
+      'Redis per event in replay keys (kept 2x the timestamp tolerance), B',
+      s?.replayBytesPerEvent,
+      b?.replayBytesPerEvent,
+      '',
+      null,
+      false,
+    );
     // B per event x 1,000,000 events = MB held for a week's window of a million events.
-    row(sec, 'Redis per million events a week, MB', s ? r2(s.rememberedBytesPerEvent) : undefined, b ? r2(b.rememberedBytesPerEvent) : undefined);
-    row(sec, 'Redis per event after retention (keys with a TTL), B', s?.expiringBytesPerEvent, b?.expiringBytesPerEvent);
+    row(
+      sec,
+      'Redis per million events a week, MB',
+      s ? r2(s.rememberedBytesPerEvent) : undefined,
+      b ? r2(b.rememberedBytesPerEvent) : undefined,
+    );
+    row(
+      sec,
+      'Redis per event after retention (keys with a TTL), B',
+      s?.expiringBytesPerEvent,
+      b?.expiringBytesPerEvent,
+    );
     row(
       sec,
       'Redis per event once TTLs ran out, B',
@@ -125,15 +204,38 @@ export function buildRows(res: BenchResult): TableRow[] {
     if (d.ordered) {
       const o = drained(d.ordered.drain);
       // The service's unordered drain is the first row of this section.
-      row(sec, `events/s delivered, ordered target (${d.ordered.keys.toLocaleString('en-US')} keys)`, o?.eventsPerSec ?? skippedText(d.ordered.drain), b?.eventsPerSec, '', null, false);
+      row(
+        sec,
+        `events/s delivered, ordered target (${d.ordered.keys.toLocaleString('en-US')} keys)`,
+        o?.eventsPerSec ?? skippedText(d.ordered.drain),
+        b?.eventsPerSec,
+        '',
+        null,
+        false,
+      );
     }
     if (d.multiTarget) {
       const m = drained(d.multiTarget.drain);
       const n = d.multiTarget.targets;
       // Against the raw worker's one-target rate, for scale only: the raw worker has no fan-out.
-      row(sec, `events/s delivered to each of ${n} targets (deliveries/s ÷ ${n})`, m?.eventsPerSec ?? skippedText(d.multiTarget.drain), b?.eventsPerSec, '', null, false);
+      row(
+        sec,
+        `events/s delivered to each of ${n} targets (deliveries/s ÷ ${n})`,
+        m?.eventsPerSec ?? skippedText(d.multiTarget.drain),
+        b?.eventsPerSec,
+        '',
+        null,
+        false,
+      );
       row(sec, `deliveries/s, ${n} targets`, m?.deliveriesPerSec, b?.eventsPerSec, '', null, false);
-      row(sec, `RSS max MB, ${n} targets`, m?.rssMaxMB, b?.rssMaxMB, `<= ${TARGETS.rssUnderLoadMB} MB`, m ? m.rssMaxMB <= TARGETS.rssUnderLoadMB : null);
+      row(
+        sec,
+        `RSS max MB, ${n} targets`,
+        m?.rssMaxMB,
+        b?.rssMaxMB,
+        `<= ${TARGETS.rssUnderLoadMB} MB`,
+        m ? m.rssMaxMB <= TARGETS.rssUnderLoadMB : null,
+      );
     }
   };
   drainRows('drain', res.drain);
@@ -144,7 +246,14 @@ export function buildRows(res: BenchResult): TableRow[] {
     const sec = `transform (service drain, ${t.backlog.toLocaleString('en-US')} events, one target)`;
     const q = ratio(x?.eventsPerSec, p?.eventsPerSec);
     // "service" is the target with a transform, "baseline" the same target without one.
-    row(sec, 'events/s delivered, with a transform vs without', x?.eventsPerSec ?? skippedText(t.transformed), p?.eventsPerSec ?? skippedText(t.plain), `>= ${TARGETS.transformRatio}x`, x ? typeof q === 'number' && q >= TARGETS.transformRatio : null);
+    row(
+      sec,
+      'events/s delivered, with a transform vs without',
+      x?.eventsPerSec ?? skippedText(t.transformed),
+      p?.eventsPerSec ?? skippedText(t.plain),
+      `>= ${TARGETS.transformRatio}x`,
+      x ? typeof q === 'number' && q >= TARGETS.transformRatio : null,
+    );
     row(sec, 'CPU ms per delivery (drainer)', x?.cpuMsPerDelivery, p?.cpuMsPerDelivery);
     row(sec, 'RSS max, MB (drainer)', x?.rssMaxMB, p?.rssMaxMB);
   }
@@ -168,39 +277,101 @@ export function buildRows(res: BenchResult): TableRow[] {
     const s = 'skipped' in a.service ? undefined : a.service;
     const b = 'skipped' in a.baseline ? undefined : a.baseline;
     const q = s && b ? ratio(s.eventsPerSec, b.eventsPerSec) : undefined;
-    row(sec, 'events/s confirmed', s?.eventsPerSec ?? ('skipped' in a.service ? a.service.skipped : ''), b?.eventsPerSec ?? ('skipped' in a.baseline ? a.baseline.skipped : ''), `>= ${TARGETS.drainRatio}x`, s && b ? typeof q === 'number' && q >= TARGETS.drainRatio && s.delivered === a.backlog : null);
-    if (a.rounds) row(sec, 'events/s confirmed, every round (best counts)', a.rounds.service.join(' / '), a.rounds.baseline.join(' / '), '', null, false);
+    row(
+      sec,
+      'events/s confirmed',
+      s?.eventsPerSec ?? ('skipped' in a.service ? a.service.skipped : ''),
+      b?.eventsPerSec ?? ('skipped' in a.baseline ? a.baseline.skipped : ''),
+      `>= ${TARGETS.drainRatio}x`,
+      s && b ? typeof q === 'number' && q >= TARGETS.drainRatio && s.delivered === a.backlog : null,
+    );
+    if (a.rounds)
+      row(
+        sec,
+        'events/s confirmed, every round (best counts)',
+        a.rounds.service.join(' / '),
+        a.rounds.baseline.join(' / '),
+        '',
+        null,
+        false,
+      );
     row(sec, 'CPU ms per delivery (drainer)', s?.cpuMsPerDelivery, b?.cpuMsPerDelivery);
     row(sec, 'RSS max MB', s?.rssMaxMB, b?.rssMaxMB, '', null, false);
   }
   const peaks: [string, number | undefined, number | undefined][] = [
     ['ingest (ROLE=receiver)', res.ingest?.service.rssMaxMB, res.ingest?.baseline.rssMaxMB],
-    [`fixed ${res.fixedRate?.rate ?? ''}/s (ROLE=all)`, res.fixedRate?.service.rssMaxMB, res.fixedRate?.baseline.rssMaxMB],
-    ['drain (ROLE=worker)', res.drain ? drained(res.drain.service)?.rssMaxMB : undefined, res.drain ? drained(res.drain.baseline)?.rssMaxMB : undefined],
+    [
+      `fixed ${res.fixedRate?.rate ?? ''}/s (ROLE=all)`,
+      res.fixedRate?.service.rssMaxMB,
+      res.fixedRate?.baseline.rssMaxMB,
+    ],
+    [
+      'drain (ROLE=worker)',
+      res.drain ? drained(res.drain.service)?.rssMaxMB : undefined,
+      res.drain ? drained(res.drain.baseline)?.rssMaxMB : undefined,
+    ],
     ['drain, ordered target', res.drain?.ordered ? drained(res.drain.ordered.drain)?.rssMaxMB : undefined, undefined],
-    ['drain, several targets', res.drain?.multiTarget ? drained(res.drain.multiTarget.drain)?.rssMaxMB : undefined, undefined],
-    ['growth (ROLE=worker)', res.growth ? drained(res.growth.service)?.rssMaxMB : undefined, res.growth ? drained(res.growth.baseline)?.rssMaxMB : undefined],
+    [
+      'drain, several targets',
+      res.drain?.multiTarget ? drained(res.drain.multiTarget.drain)?.rssMaxMB : undefined,
+      undefined,
+    ],
+    [
+      'growth (ROLE=worker)',
+      res.growth ? drained(res.growth.service)?.rssMaxMB : undefined,
+      res.growth ? drained(res.growth.baseline)?.rssMaxMB : undefined,
+    ],
     ['soak (ROLE=all)', res.soak?.service.rssMaxMB, res.soak?.baseline.rssMaxMB],
   ];
   for (const [phase, s, b] of peaks) {
-    if (s !== undefined) row('memory', `RSS max MB, ${phase}`, s, b, `<= ${TARGETS.rssUnderLoadMB} MB`, s <= TARGETS.rssUnderLoadMB);
+    if (s !== undefined)
+      row('memory', `RSS max MB, ${phase}`, s, b, `<= ${TARGETS.rssUnderLoadMB} MB`, s <= TARGETS.rssUnderLoadMB);
   }
   const measured = peaks.map(([, s]) => s).filter((v): v is number => v !== undefined);
   if (measured.length > 0) {
     const s = Math.max(...measured);
     const b = Math.max(...peaks.map(([, , v]) => v).filter((v): v is number => v !== undefined));
-    row('memory', 'RSS max MB, every phase', s, Number.isFinite(b) ? b : undefined, `<= ${TARGETS.rssUnderLoadMB} MB`, s <= TARGETS.rssUnderLoadMB);
+    row(
+      'memory',
+      'RSS max MB, every phase',
+      s,
+      Number.isFinite(b) ? b : undefined,
+      `<= ${TARGETS.rssUnderLoadMB} MB`,
+      s <= TARGETS.rssUnderLoadMB,
+    );
     const after = res.fixedRate ?? res.ingest;
     if (after) row('memory', 'RSS after load MB', after.service.rssAfterMB, after.baseline.rssAfterMB);
   }
   if (res.soak) {
     const { service: s, baseline: b } = res.soak;
     const sec = `soak ${s.rate}/s, ${s.seconds} s (baseline ${b.seconds} s)`;
-    row(sec, 'RSS floor, 2nd fifth -> last fifth MB', `${s.rssFloorFirstMB} -> ${s.rssFloorLastMB}`, `${b.rssFloorFirstMB} -> ${b.rssFloorLastMB}`, 'flat', s.flat, false);
+    row(
+      sec,
+      'RSS floor, 2nd fifth -> last fifth MB',
+      `${s.rssFloorFirstMB} -> ${s.rssFloorLastMB}`,
+      `${b.rssFloorFirstMB} -> ${b.rssFloorLastMB}`,
+      'flat',
+      s.flat,
+      false,
+    );
     row(sec, 'RSS floor slope MB/min', s.rssSlopeMBPerMin, b.rssSlopeMBPerMin, '', null, false);
-    row(sec, 'RSS max MB', s.rssMaxMB, b.rssMaxMB, `<= ${TARGETS.rssUnderLoadMB} MB`, s.rssMaxMB <= TARGETS.rssUnderLoadMB);
+    row(
+      sec,
+      'RSS max MB',
+      s.rssMaxMB,
+      b.rssMaxMB,
+      `<= ${TARGETS.rssUnderLoadMB} MB`,
+      s.rssMaxMB <= TARGETS.rssUnderLoadMB,
+    );
     row(sec, 'ack p99 ms', s.ack.p99, b.ack.p99, `<= ${TARGETS.ackP99Ms} ms`, s.ack.p99 <= TARGETS.ackP99Ms);
-    row(sec, 'e2e p99 ms', s.e2e?.p99 ?? s.e2eSkipped, b.e2e?.p99, `<= ${TARGETS.e2eP99Ms} ms`, s.e2e ? s.e2e.p99 <= TARGETS.e2eP99Ms : null);
+    row(
+      sec,
+      'e2e p99 ms',
+      s.e2e?.p99 ?? s.e2eSkipped,
+      b.e2e?.p99,
+      `<= ${TARGETS.e2eP99Ms} ms`,
+      s.e2e ? s.e2e.p99 <= TARGETS.e2eP99Ms : null,
+    );
     row(sec, 'errors', s.errors, b.errors, '0', s.errors === 0, false);
   }
   if (res.tracing) {
@@ -208,13 +379,30 @@ export function buildRows(res: BenchResult): TableRow[] {
     const { ingest, drain } = res.tracing;
     const sec = 'tracing on (100 % sampled) vs off, same run';
     const q = ratio(ingest.on.acceptedPerSec, ingest.off.acceptedPerSec);
-    row(sec, 'ingest accepted/s, no errors', ingest.on.acceptedPerSec, ingest.off.acceptedPerSec, `>= ${TARGETS.tracingIngestRatio}x`, typeof q === 'number' && q >= TARGETS.tracingIngestRatio && ingest.on.errors === 0);
+    row(
+      sec,
+      'ingest accepted/s, no errors',
+      ingest.on.acceptedPerSec,
+      ingest.off.acceptedPerSec,
+      `>= ${TARGETS.tracingIngestRatio}x`,
+      typeof q === 'number' && q >= TARGETS.tracingIngestRatio && ingest.on.errors === 0,
+    );
     row(sec, 'ingest ack p99 ms', ingest.on.ack.p99, ingest.off.ack.p99);
-    row(sec, 'ingest CPU ms per accepted request', ingest.on.cpu.subjectMsPerRequest, ingest.off.cpu.subjectMsPerRequest);
+    row(
+      sec,
+      'ingest CPU ms per accepted request',
+      ingest.on.cpu.subjectMsPerRequest,
+      ingest.off.cpu.subjectMsPerRequest,
+    );
     const on = 'skipped' in drain.on ? drain.on.skipped : drain.on.eventsPerSec;
     const off = 'skipped' in drain.off ? drain.off.skipped : drain.off.eventsPerSec;
     row(sec, 'drain events/s', on, off);
-    row(sec, 'drain CPU ms per delivery', 'skipped' in drain.on ? undefined : drain.on.cpuMsPerDelivery, 'skipped' in drain.off ? undefined : drain.off.cpuMsPerDelivery);
+    row(
+      sec,
+      'drain CPU ms per delivery',
+      'skipped' in drain.on ? undefined : drain.on.cpuMsPerDelivery,
+      'skipped' in drain.off ? undefined : drain.off.cpuMsPerDelivery,
+    );
   }
   if (res.console) {
     const c = res.console;
@@ -227,13 +415,22 @@ export function buildRows(res: BenchResult): TableRow[] {
       ['20 pages back, each page', c.pagedBack],
     ];
     for (const [what, l] of searches) {
-      row(sec, `${what}: p50 / p99 ms`, `${l.p50} / ${l.p99}`, '—', `p99 <= ${TARGETS.consoleSearchMs} ms`, l.p99 <= TARGETS.consoleSearchMs, false);
+      row(
+        sec,
+        `${what}: p50 / p99 ms`,
+        `${l.p50} / ${l.p99}`,
+        '—',
+        `p99 <= ${TARGETS.consoleSearchMs} ms`,
+        l.p99 <= TARGETS.consoleSearchMs,
+        false,
+      );
     }
   }
   return rows;
 }
 
-const cell = (v: number | string) => (typeof v === 'number' ? (Number.isInteger(v) ? v.toLocaleString('en-US') : String(v)) : v);
+const cell = (v: number | string) =>
+  typeof v === 'number' ? (Number.isInteger(v) ? v.toLocaleString('en-US') : String(v)) : v;
 
 /** A Markdown table, so what the harness prints can be pasted into docs/benchmarks.md as is. */
 export function renderTable(rows: readonly TableRow[]): string {
@@ -242,7 +439,9 @@ export function renderTable(rows: readonly TableRow[]): string {
   for (const r of rows) {
     const ratioText = typeof r.ratio === 'number' ? `${r.ratio}x` : r.ratio;
     const met = r.met === null ? '' : r.met ? 'yes' : '**no**';
-    lines.push(`| ${r.section} | ${r.metric} | ${cell(r.service)} | ${cell(r.baseline)} | ${ratioText} | ${r.target} | ${met} |`);
+    lines.push(
+      `| ${r.section} | ${r.metric} | ${cell(r.service)} | ${cell(r.baseline)} | ${ratioText} | ${r.target} | ${met} |`,
+    );
   }
   return lines.join('\n');
 }
@@ -269,6 +468,9 @@ export function writeResults(dir: string, res: BenchResult): string {
   const text = JSON.stringify(res, null, 2);
   writeFileSync(file, text);
   writeFileSync(path.join(dir, res.meta.smoke ? 'latest-smoke.json' : 'latest.json'), text);
-  writeFileSync(path.join(dir, res.meta.smoke ? 'latest-smoke.md' : 'latest.md'), `${renderTable(res.rows)}\n\n${renderProfile(res)}\n`);
+  writeFileSync(
+    path.join(dir, res.meta.smoke ? 'latest-smoke.md' : 'latest.md'),
+    `${renderTable(res.rows)}\n\n${renderProfile(res)}\n`,
+  );
   return file;
 }

@@ -48,7 +48,10 @@ export class Sink {
    * Polls until `expected` distinct events arrived, the time bound passes, or nothing new arrived for
    * `stallMs` (after at least one arrival, or from the start when `firstWithinMs` passes with none).
    */
-  async waitForUnique(expected: number, opts: { timeoutMs: number; stallMs: number; firstWithinMs: number }): Promise<DeliveryWait> {
+  async waitForUnique(
+    expected: number,
+    opts: { timeoutMs: number; stallMs: number; firstWithinMs: number },
+  ): Promise<DeliveryWait> {
     const started = Date.now();
     let last = await this.stats();
     let lastProgress = Date.now();

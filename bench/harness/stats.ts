@@ -8,7 +8,9 @@ export interface LatencySummary {
 
 /** Nearest-rank percentiles of raw samples (milliseconds), rounded to 10 µs. */
 export function summarize(samples: ArrayLike<number>): LatencySummary {
-  const sorted = Float64Array.from(samples).filter((v) => Number.isFinite(v)).sort();
+  const sorted = Float64Array.from(samples)
+    .filter((v) => Number.isFinite(v))
+    .sort();
   const at = (q: number) => {
     if (sorted.length === 0) return Number.NaN;
     const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));

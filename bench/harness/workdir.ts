@@ -15,10 +15,25 @@ export const ORDER_FIELD = 'bench_key';
  * path. The backlog's producer fans out to the same targets as the worker that drains it, as a
  * receiver would. `extra`: more settings of each target (a transform).
  */
-export function benchTargets(sinkUrl: string, concurrency: number, orderKeys = 0, count = 1, extra: Record<string, unknown> = {}): Record<string, unknown>[] {
+export function benchTargets(
+  sinkUrl: string,
+  concurrency: number,
+  orderKeys = 0,
+  count = 1,
+  extra: Record<string, unknown> = {},
+): Record<string, unknown>[] {
   const order = orderKeys > 0 ? { order: { key: `data.${ORDER_FIELD}` } } : {};
-  if (count === 1) return [{ name: 'sink', url: sinkUrl, events: ['*'], concurrency, format: 'standard', ...order, ...extra }];
-  return Array.from({ length: count }, (_, i) => ({ name: `sink${i + 1}`, url: `${sinkUrl}/t${i + 1}`, events: ['*'], concurrency, format: 'standard', ...order, ...extra }));
+  if (count === 1)
+    return [{ name: 'sink', url: sinkUrl, events: ['*'], concurrency, format: 'standard', ...order, ...extra }];
+  return Array.from({ length: count }, (_, i) => ({
+    name: `sink${i + 1}`,
+    url: `${sinkUrl}/t${i + 1}`,
+    events: ['*'],
+    concurrency,
+    format: 'standard',
+    ...order,
+    ...extra,
+  }));
 }
 
 /**
@@ -41,7 +56,13 @@ export class Workdir {
   }
 
   /** The service's CONFIG_FILE: the targets of {@link benchTargets}. */
-  writeServiceConfig(sinkUrl: string, concurrency: number, orderKeys = 0, count = 1, extra: Record<string, unknown> = {}): string {
+  writeServiceConfig(
+    sinkUrl: string,
+    concurrency: number,
+    orderKeys = 0,
+    count = 1,
+    extra: Record<string, unknown> = {},
+  ): string {
     const file = this.file('service.yaml');
     const config = { targets: benchTargets(sinkUrl, concurrency, orderKeys, count, extra) };
     writeFileSync(file, stringify(config));

@@ -34,7 +34,13 @@ class QueueCounter {
  * one amqp target, or the raw amqplib publisher) and times a consumer of the bound queue receiving
  * every event: first to last arrival, as the HTTP drain times its sink.
  */
-async function amqpRun(ctx: BenchContext, mq: ChannelModel, kind: Kind, exchange: string, queue: string): Promise<MaybeAmqpDrain> {
+async function amqpRun(
+  ctx: BenchContext,
+  mq: ChannelModel,
+  kind: Kind,
+  exchange: string,
+  queue: string,
+): Promise<MaybeAmqpDrain> {
   const { backlog, url } = ctx.options.amqp;
   const concurrency = ctx.options.drain.rawWorkerConcurrency;
   const targetConcurrency = ctx.options.drain.targetConcurrency;
@@ -49,7 +55,12 @@ async function amqpRun(ctx: BenchContext, mq: ChannelModel, kind: Kind, exchange
     ch.ack(m);
   });
   const prefix = `amqp${kind}`;
-  const target = { name: 'mq', events: ['*'], concurrency: targetConcurrency, destination: { type: 'amqp', url, exchange, routingKey: 'bench.{type}' } };
+  const target = {
+    name: 'mq',
+    events: ['*'],
+    concurrency: targetConcurrency,
+    destination: { type: 'amqp', url, exchange, routingKey: 'bench.{type}' },
+  };
   const { seconds } = await enqueueBacklog(kind, ctx.redis.url, prefix, backlog, { targets: [target], orderKeys: 0 });
   ctx.log(`amqp ${kind}: ${backlog} events queued in ${seconds.toFixed(1)} s`);
   let subject: Subject;
@@ -58,7 +69,15 @@ async function amqpRun(ctx: BenchContext, mq: ChannelModel, kind: Kind, exchange
   } else {
     const configFile = ctx.workdir.file('service-amqp.yaml');
     writeFileSync(configFile, stringify({ targets: [target] }));
-    subject = await startService({ redisUrl: ctx.redis.url, publicKeyFile: ctx.workdir.publicKeyFile, prefix, role: 'worker', configFile, logFile: serviceLogFile(ctx, `amqp-${kind}`), extraEnv: ctx.options.serviceEnv });
+    subject = await startService({
+      redisUrl: ctx.redis.url,
+      publicKeyFile: ctx.workdir.publicKeyFile,
+      prefix,
+      role: 'worker',
+      configFile,
+      logFile: serviceLogFile(ctx, `amqp-${kind}`),
+      extraEnv: ctx.options.serviceEnv,
+    });
   }
   const rss = new RssSampler(subject.pid, 500);
   const cpuAtStart = cpuMsOf(subject.pid);
@@ -86,7 +105,9 @@ async function amqpRun(ctx: BenchContext, mq: ChannelModel, kind: Kind, exchange
     cpuMsPerDelivery: Math.round((cpu / counter.unique) * 1000) / 1000,
     rssMaxMB: toMB(rss.max()),
   };
-  ctx.log(`amqp ${kind}: ${figures.eventsPerSec} events/s to RabbitMQ (${figures.delivered} of ${backlog}), CPU ms per delivery ${figures.cpuMsPerDelivery}, RSS max ${figures.rssMaxMB} MB`);
+  ctx.log(
+    `amqp ${kind}: ${figures.eventsPerSec} events/s to RabbitMQ (${figures.delivered} of ${backlog}), CPU ms per delivery ${figures.cpuMsPerDelivery}, RSS max ${figures.rssMaxMB} MB`,
+  );
   return figures;
 }
 
@@ -115,10 +136,17 @@ export async function runAmqpPhase(ctx: BenchContext): Promise<AmqpPhase> {
     await setup.bindQueue(name, name, 'bench.#');
     const runs: Record<Kind, MaybeAmqpDrain[]> = { baseline: [], service: [] };
     for (let round = 1; round <= Math.max(1, rounds); round++) {
-      for (const kind of (round % 2 === 1 ? ['baseline', 'service'] : ['service', 'baseline']) as Kind[]) runs[kind].push(await amqpRun(ctx, mq, kind, name, name));
+      for (const kind of (round % 2 === 1 ? ['baseline', 'service'] : ['service', 'baseline']) as Kind[])
+        runs[kind].push(await amqpRun(ctx, mq, kind, name, name));
     }
-    const best = (r: MaybeAmqpDrain[]) => r.reduce((a, b) => (rateOf(b) > rateOf(a) || Number.isNaN(rateOf(a)) ? b : a));
-    return { backlog, service: best(runs.service), baseline: best(runs.baseline), ...(rounds > 1 ? { rounds: { service: runs.service.map(rateOf), baseline: runs.baseline.map(rateOf) } } : {}) };
+    const best = (r: MaybeAmqpDrain[]) =>
+      r.reduce((a, b) => (rateOf(b) > rateOf(a) || Number.isNaN(rateOf(a)) ? b : a));
+    return {
+      backlog,
+      service: best(runs.service),
+      baseline: best(runs.baseline),
+      ...(rounds > 1 ? { rounds: { service: runs.service.map(rateOf), baseline: runs.baseline.map(rateOf) } } : {}),
+    };
   } finally {
     await setup.deleteQueue(name).catch(() => undefined);
     await setup.deleteExchange(name).catch(() => undefined);

@@ -37,7 +37,14 @@ const IN_FLIGHT = 200;
 export async function runConsolePhase(ctx: BenchContext): Promise<ConsolePhase> {
   const { events, samples } = ctx.options.console;
   await ctx.redis.flush();
-  const base = loadConfig({ REDIS_URL: ctx.redis.url, ROLE: 'worker', QUEUE_PREFIX: 'console', ADMIN_USER: USER, ADMIN_PASSWORD: PASSWORD, LOG_LEVEL: 'error' });
+  const base = loadConfig({
+    REDIS_URL: ctx.redis.url,
+    ROLE: 'worker',
+    QUEUE_PREFIX: 'console',
+    ADMIN_USER: USER,
+    ADMIN_PASSWORD: PASSWORD,
+    LOG_LEVEL: 'error',
+  });
   const config: Config = withTargetEnvironments({
     ...base,
     retention: { completed: { ageSeconds: 86_400, count: events * 2 } },
@@ -51,7 +58,9 @@ export async function runConsolePhase(ctx: BenchContext): Promise<ConsolePhase> 
   const pipeline = createPipeline(connection, pipelineOptions(config));
   const fillStarted = Date.now();
   const requestIds = await fill(pipeline, events);
-  ctx.log(`console: ${events} events ingested in ${((Date.now() - fillStarted) / 1000).toFixed(1)} s; finishing their deliveries`);
+  ctx.log(
+    `console: ${events} events ingested in ${((Date.now() - fillStarted) / 1000).toFixed(1)} s; finishing their deliveries`,
+  );
   const opened: RedisClient[] = [];
   await finish(pipeline, (role) => {
     const c = connector.open(role);
@@ -59,10 +68,16 @@ export async function runConsolePhase(ctx: BenchContext): Promise<ConsolePhase> 
     return c;
   });
   for (const c of opened) c.disconnect();
-  const counts = Object.fromEntries(await Promise.all(pipeline.deliveryQueues().map(async ([t, q]) => [t, await q.getJobCounts('completed', 'failed')] as const)));
+  const counts = Object.fromEntries(
+    await Promise.all(
+      pipeline.deliveryQueues().map(async ([t, q]) => [t, await q.getJobCounts('completed', 'failed')] as const),
+    ),
+  );
   ctx.log(`console: filled in ${((Date.now() - fillStarted) / 1000).toFixed(1)} s: ${JSON.stringify(counts)}`);
 
-  const server = await listen(wireAdmin(config, pipeline, new Registry(), createLogger('error', new PassThrough().resume())));
+  const server = await listen(
+    wireAdmin(config, pipeline, new Registry(), createLogger('error', new PassThrough().resume())),
+  );
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const auth = `Basic ${Buffer.from(`${USER}:${PASSWORD}`).toString('base64')}`;
   const timed = async (path: string): Promise<{ ms: number; body: string }> => {
@@ -84,14 +99,26 @@ export async function runConsolePhase(ctx: BenchContext): Promise<ConsolePhase> 
   };
   try {
     const pick = () => requestIds[Math.floor(Math.random() * requestIds.length)]!;
-    const byRequestId = await measure(() => `/admin/console/events?q=${pick()}`, (b) => b.includes('by request_id') && b.includes('ledger'), 'request_id search');
-    const firstPage = await measure(() => '/admin/console/events', (b) => (b.match(/<tr><td><time/g) ?? []).length === 50, 'list, first page');
+    const byRequestId = await measure(
+      () => `/admin/console/events?q=${pick()}`,
+      (b) => b.includes('by request_id') && b.includes('ledger'),
+      'request_id search',
+    );
+    const firstPage = await measure(
+      () => '/admin/console/events',
+      (b) => (b.match(/<tr><td><time/g) ?? []).length === 50,
+      'list, first page',
+    );
     const filtered = await measure(
       () => '/admin/console/events?type=payment.result&target=erp&state=dead_letter',
       (b) => b.includes('badge s-dead_letter'),
       'filtered list (type, target, dead letters)',
     );
-    const noMatch = await measure(() => '/admin/console/events?type=remittance.incoming&target=erp', (b) => b.includes(`Looked at ${SCAN_BUDGET} deliveries`) || b.includes('No deliveries match.'), 'filter that matches nothing');
+    const noMatch = await measure(
+      () => '/admin/console/events?type=remittance.incoming&target=erp',
+      (b) => b.includes(`Looked at ${SCAN_BUDGET} deliveries`) || b.includes('No deliveries match.'),
+      'filter that matches nothing',
+    );
     // Twenty pages back through the list, each from the cursor of the one before.
     const deepMs: number[] = [];
     for (let round = 0; round < Math.max(1, Math.round(samples / 20)); round++) {
@@ -104,7 +131,16 @@ export async function runConsolePhase(ctx: BenchContext): Promise<ConsolePhase> 
         path = next.replace(/&amp;/g, '&');
       }
     }
-    return { events, deliveries: counts, samples, byRequestId, firstPage, filtered, noMatch, pagedBack: summarize(deepMs) };
+    return {
+      events,
+      deliveries: counts,
+      samples,
+      byRequestId,
+      firstPage,
+      filtered,
+      noMatch,
+      pagedBack: summarize(deepMs),
+    };
   } finally {
     await new Promise<void>((r) => server.close(() => r()));
     await pipeline.close();
@@ -169,7 +205,9 @@ async function finish(pipeline: Pipeline, open: (role: 'worker') => RedisClient)
   );
   try {
     for (;;) {
-      const left = await Promise.all(pipeline.deliveryQueues().map(([, q]) => q.getJobCounts('waiting', 'active', 'delayed', 'prioritized')));
+      const left = await Promise.all(
+        pipeline.deliveryQueues().map(([, q]) => q.getJobCounts('waiting', 'active', 'delayed', 'prioritized')),
+      );
       if (left.every((c) => Object.values(c).every((n) => n === 0))) return;
       await new Promise((r) => setTimeout(r, 250));
     }

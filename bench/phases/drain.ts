@@ -19,11 +19,30 @@ export const ORDERED_DRAIN_KEYS = 1000;
 /** The service's multi-target drain: the same backlog fanned out to this many targets. */
 export const MULTI_TARGETS = 3;
 
-async function startDrainer(ctx: BenchContext, kind: Kind, prefix: string, label: string, orderKeys: number, targetCount: number, extra: Record<string, unknown>): Promise<Subject> {
+async function startDrainer(
+  ctx: BenchContext,
+  kind: Kind,
+  prefix: string,
+  label: string,
+  orderKeys: number,
+  targetCount: number,
+  extra: Record<string, unknown>,
+): Promise<Subject> {
   if (kind === 'baseline') {
-    return startRawWorkerProcess({ redisUrl: ctx.redis.url, prefix, sinkUrl: ctx.sink.url, concurrency: ctx.options.drain.rawWorkerConcurrency });
+    return startRawWorkerProcess({
+      redisUrl: ctx.redis.url,
+      prefix,
+      sinkUrl: ctx.sink.url,
+      concurrency: ctx.options.drain.rawWorkerConcurrency,
+    });
   }
-  const configFile = ctx.workdir.writeServiceConfig(ctx.sink.url, ctx.options.drain.targetConcurrency, orderKeys, targetCount, extra);
+  const configFile = ctx.workdir.writeServiceConfig(
+    ctx.sink.url,
+    ctx.options.drain.targetConcurrency,
+    orderKeys,
+    targetCount,
+    extra,
+  );
   return startService({
     redisUrl: ctx.redis.url,
     publicKeyFile: ctx.workdir.publicKeyFile,
@@ -42,7 +61,15 @@ async function startDrainer(ctx: BenchContext, kind: Kind, prefix: string, label
  * with a TTL (de-duplication, request-id index) have gone too, each against its starting level.
  * `extra`: more settings of the service's target (a transform).
  */
-export async function drainRun(ctx: BenchContext, kind: Kind, backlog: number, label: string, orderKeys = 0, targetCount = 1, extra: Record<string, unknown> = {}): Promise<MaybeDrain> {
+export async function drainRun(
+  ctx: BenchContext,
+  kind: Kind,
+  backlog: number,
+  label: string,
+  orderKeys = 0,
+  targetCount = 1,
+  extra: Record<string, unknown> = {},
+): Promise<MaybeDrain> {
   await ctx.redis.flush();
   await ctx.sink.reset();
   const prefix = `${label}${kind}`;
@@ -52,7 +79,9 @@ export async function drainRun(ctx: BenchContext, kind: Kind, backlog: number, l
   const deliveries = backlog * targetCount;
   const { seconds: enqueueSec } = await enqueueBacklog(kind, ctx.redis.url, prefix, backlog, { targets, orderKeys });
   const redisQueued = await ctx.redis.usedMemory();
-  ctx.log(`${label} ${kind}: ${backlog} events queued in ${enqueueSec.toFixed(1)} s, ${((redisQueued - redisStart) / backlog).toFixed(0)} B each`);
+  ctx.log(
+    `${label} ${kind}: ${backlog} events queued in ${enqueueSec.toFixed(1)} s, ${((redisQueued - redisStart) / backlog).toFixed(0)} B each`,
+  );
 
   const spawnedAt = Date.now();
   const subject = await startDrainer(ctx, kind, prefix, `${label}-${kind}`, orderKeys, targetCount, extra);
@@ -60,8 +89,15 @@ export async function drainRun(ctx: BenchContext, kind: Kind, backlog: number, l
   const cpuAtStart = { subject: cpuMsOf(subject.pid), redis: cpuMsOf(ctx.redis.pid) };
   const drained = (async () => {
     // Bounded by a floor rate of 100 events/s, and by 60 s without progress.
-    const wait = await ctx.sink.waitForUnique(deliveries, { timeoutMs: 60_000 + (deliveries / 100) * 1000, stallMs: 60_000, firstWithinMs: 60_000 });
-    const cpu = { subject: cpuMsOf(subject.pid) - cpuAtStart.subject, redis: cpuMsOf(ctx.redis.pid) - cpuAtStart.redis };
+    const wait = await ctx.sink.waitForUnique(deliveries, {
+      timeoutMs: 60_000 + (deliveries / 100) * 1000,
+      stallMs: 60_000,
+      firstWithinMs: 60_000,
+    });
+    const cpu = {
+      subject: cpuMsOf(subject.pid) - cpuAtStart.subject,
+      redis: cpuMsOf(ctx.redis.pid) - cpuAtStart.redis,
+    };
     rss.stop();
     await waitUntilSettled(ctx.redis.admin, keyPrefix(prefix), 30_000);
     await sleep(ctx.options.smoke ? 200 : 2000);
@@ -116,9 +152,12 @@ export async function drainRun(ctx: BenchContext, kind: Kind, backlog: number, l
       `after retention ${toMB(redisAfterRetention - redisStart)} MB (${census.expiring} keys with a TTL, ${census.jobs} job keys, ${census.other} others), ` +
       `after TTLs ${toMB(redisAfterExpiry - redisStart)} MB`,
   );
-  const breakdown = Object.entries(remembered.byKind).map(([kind, k]) => `${kind} ${k.keys} keys ${Math.round(k.bytes / backlog)} B/event`);
+  const breakdown = Object.entries(remembered.byKind).map(
+    ([kind, k]) => `${kind} ${k.keys} keys ${Math.round(k.bytes / backlog)} B/event`,
+  );
   ctx.log(`${label} ${kind}: remembered per event ${figures.rememberedBytesPerEvent} B (${breakdown.join(', ')})`);
-  if (!wait.complete) ctx.log(`${label} ${kind}: WARNING only ${stats.unique} of ${deliveries} deliveries within the bound`);
+  if (!wait.complete)
+    ctx.log(`${label} ${kind}: WARNING only ${stats.unique} of ${deliveries} deliveries within the bound`);
   return figures;
 }
 
@@ -138,26 +177,42 @@ export const rateOf = (d: MaybeDrain): number => ('skipped' in d ? Number.NaN : 
  * {@link ORDERED_DRAIN_KEYS}; with `multiTarget`, again to {@link MULTI_TARGETS} targets (a delivery
  * job per event and target). Those run once.
  */
-export async function runDrainPhase(ctx: BenchContext, backlog: number, label: string, extras: { ordered?: boolean; multiTarget?: boolean; rounds?: number } = {}): Promise<DrainPhase> {
+export async function runDrainPhase(
+  ctx: BenchContext,
+  backlog: number,
+  label: string,
+  extras: { ordered?: boolean; multiTarget?: boolean; rounds?: number } = {},
+): Promise<DrainPhase> {
   const runs: Record<Kind, MaybeDrain[]> = { baseline: [], service: [] };
   const rounds = Math.max(1, extras.rounds ?? 1);
   for (let round = 1; round <= rounds; round++) {
     const order: Kind[] = round % 2 === 1 ? ['baseline', 'service'] : ['service', 'baseline'];
     for (const kind of order) {
       if (rounds > 1) ctx.log(`${label} ${kind}: round ${round} of ${rounds}`);
-      runs[kind].push(kind === 'service' && !ctx.forwarding ? { skipped: FORWARDING_MISSING } : await drainRun(ctx, kind, backlog, label));
+      runs[kind].push(
+        kind === 'service' && !ctx.forwarding
+          ? { skipped: FORWARDING_MISSING }
+          : await drainRun(ctx, kind, backlog, label),
+      );
     }
   }
   const phase: DrainPhase = { backlog, service: best(runs.service), baseline: best(runs.baseline) };
   if (rounds > 1) phase.rounds = { service: runs.service.map(rateOf), baseline: runs.baseline.map(rateOf) };
   if (extras.ordered) {
     const keys = Math.min(ORDERED_DRAIN_KEYS, backlog);
-    phase.ordered = { keys, drain: ctx.forwarding ? await drainRun(ctx, 'service', backlog, `${label}ordered`, keys) : { skipped: FORWARDING_MISSING } };
+    phase.ordered = {
+      keys,
+      drain: ctx.forwarding
+        ? await drainRun(ctx, 'service', backlog, `${label}ordered`, keys)
+        : { skipped: FORWARDING_MISSING },
+    };
   }
   if (extras.multiTarget) {
     phase.multiTarget = {
       targets: MULTI_TARGETS,
-      drain: ctx.forwarding ? await drainRun(ctx, 'service', backlog, `${label}multi`, 0, MULTI_TARGETS) : { skipped: FORWARDING_MISSING },
+      drain: ctx.forwarding
+        ? await drainRun(ctx, 'service', backlog, `${label}multi`, 0, MULTI_TARGETS)
+        : { skipped: FORWARDING_MISSING },
     };
   }
   return phase;

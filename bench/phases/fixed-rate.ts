@@ -16,10 +16,21 @@ type Kind = 'service' | 'baseline';
 export async function startFullSubject(ctx: BenchContext, kind: Kind, prefix: string): Promise<Subject> {
   const common = { redisUrl: ctx.redis.url, publicKeyFile: ctx.workdir.publicKeyFile, prefix };
   if (kind === 'baseline') {
-    return startBaselineServer({ ...common, sinkUrl: ctx.sink.url, rawConcurrency: ctx.options.drain.rawWorkerConcurrency, autoPipelining: ctx.options.baselineAutoPipelining });
+    return startBaselineServer({
+      ...common,
+      sinkUrl: ctx.sink.url,
+      rawConcurrency: ctx.options.drain.rawWorkerConcurrency,
+      autoPipelining: ctx.options.baselineAutoPipelining,
+    });
   }
   const configFile = ctx.workdir.writeServiceConfig(ctx.sink.url, ctx.options.drain.targetConcurrency);
-  return startService({ ...common, role: 'all', configFile, logFile: serviceLogFile(ctx, `full-${prefix}`), extraEnv: ctx.options.serviceEnv });
+  return startService({
+    ...common,
+    role: 'all',
+    configFile,
+    logFile: serviceLogFile(ctx, `full-${prefix}`),
+    extraEnv: ctx.options.serviceEnv,
+  });
 }
 
 export interface EndToEnd {
@@ -32,11 +43,23 @@ export interface EndToEnd {
  * Pairs each accepted request's send time with the sink's first arrival of its event. Waits for
  * the deliveries first; a service that delivers nothing at all has no forwarding to measure.
  */
-export async function endToEnd(ctx: BenchContext, kind: Kind, requests: readonly PresignedRequest[], load: LoadResult): Promise<EndToEnd> {
+export async function endToEnd(
+  ctx: BenchContext,
+  kind: Kind,
+  requests: readonly PresignedRequest[],
+  load: LoadResult,
+): Promise<EndToEnd> {
   if (kind === 'service' && !ctx.forwarding) return { skipped: FORWARDING_MISSING };
-  const accepted = requests.map((r, i) => ({ r, i })).filter(({ i }) => (load.status?.[i] ?? 0) >= 200 && (load.status?.[i] ?? 0) < 300);
-  const wait = await ctx.sink.waitForUnique(accepted.length, { timeoutMs: 120_000, stallMs: 15_000, firstWithinMs: 15_000 });
-  if (wait.stats.unique === 0 && accepted.length > 0) return { skipped: 'forwarding not available (nothing delivered within 15 s)' };
+  const accepted = requests
+    .map((r, i) => ({ r, i }))
+    .filter(({ i }) => (load.status?.[i] ?? 0) >= 200 && (load.status?.[i] ?? 0) < 300);
+  const wait = await ctx.sink.waitForUnique(accepted.length, {
+    timeoutMs: 120_000,
+    stallMs: 15_000,
+    firstWithinMs: 15_000,
+  });
+  if (wait.stats.unique === 0 && accepted.length > 0)
+    return { skipped: 'forwarding not available (nothing delivered within 15 s)' };
   const arrivals = await ctx.sink.arrivals();
   const latencies: number[] = [];
   let undelivered = 0;
@@ -56,12 +79,20 @@ async function fixedRateRun(ctx: BenchContext, kind: Kind): Promise<FixedRateFig
   const subject = await startFullSubject(ctx, kind, `fixed${kind}`);
   try {
     const url = subject.url as string;
-    const paced = { mode: 'paced' as const, url, rate: o.rate, connections: o.connections, timeoutSec: 10, windowSec: 5 };
+    const paced = {
+      mode: 'paced' as const,
+      url,
+      rate: o.rate,
+      connections: o.connections,
+      timeoutSec: 10,
+      windowSec: 5,
+    };
     // Warm-up at the same rate (JIT, connection pools, workers polling), then let its deliveries finish.
     const warmCount = Math.round(o.rate * o.warmupSeconds);
     if (warmCount > 0) {
       await runLoad(ctx.workdir, paced, await presign(ctx.workdir.privateKey, warmCount));
-      if (kind === 'baseline' || ctx.forwarding) await ctx.sink.waitForUnique(warmCount, { timeoutMs: 30_000, stallMs: 5000, firstWithinMs: 10_000 });
+      if (kind === 'baseline' || ctx.forwarding)
+        await ctx.sink.waitForUnique(warmCount, { timeoutMs: 30_000, stallMs: 5000, firstWithinMs: 10_000 });
       await ctx.sink.reset();
     }
 
@@ -85,7 +116,9 @@ async function fixedRateRun(ctx: BenchContext, kind: Kind): Promise<FixedRateFig
       rssMaxMB: toMB(rss.max()),
       rssAfterMB: toMB(rssOf(subject.pid)),
     };
-    ctx.log(`fixed rate ${kind}: ack p99 ${figures.ack.p99} ms, e2e p99 ${figures.e2e?.p99 ?? e2e.skipped} ms, errors ${figures.errors}`);
+    ctx.log(
+      `fixed rate ${kind}: ack p99 ${figures.ack.p99} ms, e2e p99 ${figures.e2e?.p99 ?? e2e.skipped} ms, errors ${figures.errors}`,
+    );
     return figures;
   } finally {
     await subject.stop();

@@ -16,13 +16,25 @@ type Kind = 'service' | 'baseline' | 'express';
 async function startSubject(ctx: BenchContext, kind: Kind, prefix: string, cpuProfDir?: string): Promise<Subject> {
   const common = { redisUrl: ctx.redis.url, publicKeyFile: ctx.workdir.publicKeyFile, prefix };
   if (kind !== 'service') {
-    return startBaselineServer({ ...common, rawConcurrency: ctx.options.drain.rawWorkerConcurrency, autoPipelining: ctx.options.baselineAutoPipelining, http: kind === 'express' ? 'express' : 'node' });
+    return startBaselineServer({
+      ...common,
+      rawConcurrency: ctx.options.drain.rawWorkerConcurrency,
+      autoPipelining: ctx.options.baselineAutoPipelining,
+      http: kind === 'express' ? 'express' : 'node',
+    });
   }
   // ROLE=receiver: the ingest figure is the receiver's alone, like the baseline server's. With the
   // other phases' target (the sink, every event type), so it measures the path production runs:
   // routing, filters, one delivery job per notification. Nothing delivers in this role.
   const configFile = ctx.workdir.writeServiceConfig(ctx.sink.url, ctx.options.drain.targetConcurrency);
-  return startService({ ...common, role: 'receiver', configFile, logFile: serviceLogFile(ctx, `ingest-${prefix}`), cpuProfDir, extraEnv: ctx.options.serviceEnv });
+  return startService({
+    ...common,
+    role: 'receiver',
+    configFile,
+    logFile: serviceLogFile(ctx, `ingest-${prefix}`),
+    cpuProfDir,
+    extraEnv: ctx.options.serviceEnv,
+  });
 }
 
 /**
@@ -30,7 +42,12 @@ async function startSubject(ctx: BenchContext, kind: Kind, prefix: string, cpuPr
  * the measured run lasts about `seconds`), then the measured run. Every 2xx must have left a job
  * in Redis; anything else counts as an error.
  */
-export async function ingestRound(ctx: BenchContext, kind: Kind, round: number, cpuProfDir?: string): Promise<IngestFigures> {
+export async function ingestRound(
+  ctx: BenchContext,
+  kind: Kind,
+  round: number,
+  cpuProfDir?: string,
+): Promise<IngestFigures> {
   const o = ctx.options.ingest;
   await ctx.redis.flush();
   const prefix = `ingest${kind}${round}`;
@@ -49,7 +66,11 @@ export async function ingestRound(ctx: BenchContext, kind: Kind, round: number, 
     const requests = await presign(ctx.workdir.privateKey, amount + o.connections);
     const rss = new RssSampler(subject.pid, 200);
     const cpu = new CpuMeter({ subject: subject.pid, redis: ctx.redis.pid });
-    const run = await runLoad(ctx.workdir, { mode: 'saturate', url, amount, connections: o.connections, timeoutSec: 10 }, requests);
+    const run = await runLoad(
+      ctx.workdir,
+      { mode: 'saturate', url, amount, connections: o.connections, timeoutSec: 10 },
+      requests,
+    );
     const cpuUsed = cpu.read();
     rss.stop();
     await sleep(ctx.options.smoke ? 200 : 2000);

@@ -16,7 +16,10 @@ type Kind = 'service' | 'baseline';
  */
 function rssTrend(samples: readonly RssSample[], seconds: number) {
   const floorOf = (from: number, to: number) => {
-    const bytes = samples.filter((s) => s.t >= from && s.t < to).map((s) => s.bytes).sort((a, b) => a - b);
+    const bytes = samples
+      .filter((s) => s.t >= from && s.t < to)
+      .map((s) => s.bytes)
+      .sort((a, b) => a - b);
     return bytes.length === 0 ? Number.NaN : (bytes[Math.floor(bytes.length * 0.1)] as number);
   };
   const first = floorOf(0.2 * seconds, 0.4 * seconds);
@@ -27,7 +30,12 @@ function rssTrend(samples: readonly RssSample[], seconds: number) {
     const y = floorOf(from, from + step);
     if (Number.isFinite(y)) floors.push({ x: from / 60, y: y / MB });
   }
-  return { first, last, slopeMBPerMin: Math.round(slope(floors) * 100) / 100, flat: last - first <= Math.max(10 * MB, 0.05 * first) };
+  return {
+    first,
+    last,
+    slopeMBPerMin: Math.round(slope(floors) * 100) / 100,
+    flat: last - first <= Math.max(10 * MB, 0.05 * first),
+  };
 }
 
 async function soakRun(ctx: BenchContext, kind: Kind, seconds: number): Promise<SoakFigures> {
@@ -36,12 +44,25 @@ async function soakRun(ctx: BenchContext, kind: Kind, seconds: number): Promise<
   await ctx.sink.reset();
   // Each request is signed for the moment it is due: the run may outlast the 5-minute window.
   const signedFrom = Date.now();
-  const requests = await presign(ctx.workdir.privateKey, Math.max(1, Math.round(rate * seconds)), { timestampAt: (i) => signedFrom + (i * 1000) / rate });
+  const requests = await presign(ctx.workdir.privateKey, Math.max(1, Math.round(rate * seconds)), {
+    timestampAt: (i) => signedFrom + (i * 1000) / rate,
+  });
   const subject = await startFullSubject(ctx, kind, `soak${kind}`);
   try {
     const rss = new RssSampler(subject.pid, sampleEveryMs);
     const windowSec = ctx.options.smoke ? 0.5 : 60;
-    const load = await runLoad(ctx.workdir, { mode: 'paced', url: subject.url as string, rate, connections: ctx.options.fixedRate.connections, timeoutSec: 10, windowSec }, requests);
+    const load = await runLoad(
+      ctx.workdir,
+      {
+        mode: 'paced',
+        url: subject.url as string,
+        rate,
+        connections: ctx.options.fixedRate.connections,
+        timeoutSec: 10,
+        windowSec,
+      },
+      requests,
+    );
     const samples = rss.stop();
     const e2e = await endToEnd(ctx, kind, requests, load);
     const trend = rssTrend(samples, seconds);
@@ -58,9 +79,13 @@ async function soakRun(ctx: BenchContext, kind: Kind, seconds: number): Promise<
       rssSlopeMBPerMin: trend.slopeMBPerMin,
       flat: trend.flat,
       ackP99ByWindow: (load.windows ?? []).map((w) => ({ fromSec: w.fromSec, p99: w.ack.p99 })),
-      rssSeries: samples.filter((_, i) => i % Math.max(1, Math.round(5000 / sampleEveryMs)) === 0).map((s) => ({ t: Math.round(s.t), mb: toMB(s.bytes) })),
+      rssSeries: samples
+        .filter((_, i) => i % Math.max(1, Math.round(5000 / sampleEveryMs)) === 0)
+        .map((s) => ({ t: Math.round(s.t), mb: toMB(s.bytes) })),
     };
-    ctx.log(`soak ${kind}: RSS floor ${figures.rssFloorFirstMB} -> ${figures.rssFloorLastMB} MB (${figures.rssSlopeMBPerMin} MB/min), max ${figures.rssMaxMB} MB, ack p99 ${figures.ack.p99} ms`);
+    ctx.log(
+      `soak ${kind}: RSS floor ${figures.rssFloorFirstMB} -> ${figures.rssFloorLastMB} MB (${figures.rssSlopeMBPerMin} MB/min), max ${figures.rssMaxMB} MB, ack p99 ${figures.ack.p99} ms`,
+    );
     return figures;
   } finally {
     await subject.stop();

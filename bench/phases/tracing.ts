@@ -19,7 +19,11 @@ export async function runTracingPhase(ctx: BenchContext): Promise<TracingPhase> 
       ...ctx,
       options: {
         ...ctx.options,
-        serviceEnv: { ...ctx.options.serviceEnv, OTEL_EXPORTER_OTLP_ENDPOINT: sink.endpoint, OTEL_TRACES_SAMPLER: 'always_on' },
+        serviceEnv: {
+          ...ctx.options.serviceEnv,
+          OTEL_EXPORTER_OTLP_ENDPOINT: sink.endpoint,
+          OTEL_TRACES_SAMPLER: 'always_on',
+        },
       },
     };
     const off: BenchContext = { ...ctx, options: { ...ctx.options, serviceEnv: withoutOtel(ctx.options.serviceEnv) } };
@@ -39,16 +43,27 @@ export async function runTracingPhase(ctx: BenchContext): Promise<TracingPhase> 
       const order: ('off' | 'on')[] = round % 2 === 1 ? ['off', 'on'] : ['on', 'off'];
       for (const mode of order) {
         ctx.log(`tracing ${mode}: drain round ${round} of ${drainRounds}`);
-        drain[mode].push(ctx.forwarding ? await drainRun(mode === 'on' ? on : off, 'service', ctx.options.drain.backlog, `trace${mode}`) : { skipped: FORWARDING_MISSING });
+        drain[mode].push(
+          ctx.forwarding
+            ? await drainRun(mode === 'on' ? on : off, 'service', ctx.options.drain.backlog, `trace${mode}`)
+            : { skipped: FORWARDING_MISSING },
+        );
       }
     }
-    const bestIngest = (runs: IngestFigures[]) => runs.reduce((a, b) => (b.errors <= a.errors && b.acceptedPerSec > a.acceptedPerSec ? b : a));
+    const bestIngest = (runs: IngestFigures[]) =>
+      runs.reduce((a, b) => (b.errors <= a.errors && b.acceptedPerSec > a.acceptedPerSec ? b : a));
     const bestDrain = (runs: MaybeDrain[]): MaybeDrain => {
       const done = runs.filter((r): r is DrainFigures => !('skipped' in r));
-      return done.length === 0 ? (runs[0] ?? { skipped: 'no round ran' }) : done.reduce((a, b) => (b.eventsPerSec > a.eventsPerSec ? b : a));
+      return done.length === 0
+        ? (runs[0] ?? { skipped: 'no round ran' })
+        : done.reduce((a, b) => (b.eventsPerSec > a.eventsPerSec ? b : a));
     };
     const result: TracingPhase = {
-      ingest: { off: bestIngest(ingest.off), on: bestIngest(ingest.on), rounds: { off: ingest.off.map((r) => r.acceptedPerSec), on: ingest.on.map((r) => r.acceptedPerSec) } },
+      ingest: {
+        off: bestIngest(ingest.off),
+        on: bestIngest(ingest.on),
+        rounds: { off: ingest.off.map((r) => r.acceptedPerSec), on: ingest.on.map((r) => r.acceptedPerSec) },
+      },
       drain: { off: bestDrain(drain.off), on: bestDrain(drain.on) },
       exports: sink.exports,
       exportedMB: Math.round((sink.bytes / 1024 / 1024) * 10) / 10,

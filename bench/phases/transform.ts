@@ -25,13 +25,24 @@ export const TYPICAL_TRANSFORM = `function transform(event) {
  * `rounds` times each, interleaved and alternating which goes first; the best round of each counts.
  */
 export async function runTransformPhase(ctx: BenchContext, backlog: number, rounds: number): Promise<TransformPhase> {
-  if (!ctx.forwarding) return { backlog, plain: { skipped: FORWARDING_MISSING }, transformed: { skipped: FORWARDING_MISSING } };
+  if (!ctx.forwarding)
+    return { backlog, plain: { skipped: FORWARDING_MISSING }, transformed: { skipped: FORWARDING_MISSING } };
   const runs: { plain: MaybeDrain[]; transformed: MaybeDrain[] } = { plain: [], transformed: [] };
   for (let round = 1; round <= Math.max(1, rounds); round++) {
     const order = round % 2 === 1 ? (['plain', 'transformed'] as const) : (['transformed', 'plain'] as const);
     for (const kind of order) {
       ctx.log(`transform ${kind}: round ${round} of ${rounds}`);
-      runs[kind].push(await drainRun(ctx, 'service', backlog, `transform${kind}`, 0, 1, kind === 'transformed' ? { transform: TYPICAL_TRANSFORM } : {}));
+      runs[kind].push(
+        await drainRun(
+          ctx,
+          'service',
+          backlog,
+          `transform${kind}`,
+          0,
+          1,
+          kind === 'transformed' ? { transform: TYPICAL_TRANSFORM } : {},
+        ),
+      );
     }
   }
   const phase: TransformPhase = { backlog, plain: best(runs.plain), transformed: best(runs.transformed) };

@@ -22,7 +22,9 @@ export interface BaselineProducer {
 export function createBaselineProducer(connection: RedisClient, prefix: string): BaselineProducer {
   const defaults = serviceDefaults();
   const defaultJobOptions = eventJobOptions(defaults.retention);
-  const queues = new Map<EventType, Queue>(EVENT_TABLE.map((e) => [e.type, new Queue(e.type, { connection, prefix, defaultJobOptions })] as const));
+  const queues = new Map<EventType, Queue>(
+    EVENT_TABLE.map((e) => [e.type, new Queue(e.type, { connection, prefix, defaultJobOptions })] as const),
+  );
   const types = new Map<string, EventType>(EVENT_TABLE.map((e) => [e.path, e.type] as const));
   return {
     typeOf: (path) => types.get(path),
@@ -30,7 +32,9 @@ export function createBaselineProducer(connection: RedisClient, prefix: string):
       const job = buildEventJob(request);
       // The receiver's job id form: a tag of the nonce (which claims it) and a random part.
       const jobId = `${createHash('sha256').update(request.nonce).digest('hex').slice(0, 16)}-${randomBytes(6).toString('hex')}`;
-      await queues.get(request.eventType)!.add(request.eventType, job, { jobId, deduplication: { id: job.eventId, ttl: defaults.dedupWindowMs } });
+      await queues
+        .get(request.eventType)!
+        .add(request.eventType, job, { jobId, deduplication: { id: job.eventId, ttl: defaults.dedupWindowMs } });
     },
     async close() {
       await Promise.all([...queues.values()].map((q) => q.close()));

@@ -30,12 +30,20 @@ async function main(): Promise<void> {
   const redisUrl = required('REDIS_URL');
   // The service's key layout (hash-tagged prefix), so the harness reads both subjects' queues alike.
   const prefix = keyPrefix(required('QUEUE_PREFIX'));
-  const key = createPublicKey({ key: Buffer.from(readFileSync(required('PUBLIC_KEY_FILE'), 'utf8'), 'base64'), format: 'der', type: 'spki' });
+  const key = createPublicKey({
+    key: Buffer.from(readFileSync(required('PUBLIC_KEY_FILE'), 'utf8'), 'base64'),
+    format: 'der',
+    type: 'spki',
+  });
   const defaults = serviceDefaults();
   const toleranceMs = defaults.timestampToleranceMs;
 
   // AUTO_PIPELINING (an experiment, BENCH_BASELINE_AUTOPIPELINE): one socket write per tick, not per command.
-  const connection = new Redis(redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, enableAutoPipelining: process.env.AUTO_PIPELINING === '1' });
+  const connection = new Redis(redisUrl, {
+    maxRetriesPerRequest: 1,
+    enableOfflineQueue: false,
+    enableAutoPipelining: process.env.AUTO_PIPELINING === '1',
+  });
   await new Promise<void>((resolve, reject) => {
     connection.once('ready', resolve);
     connection.once('error', reject);
@@ -47,13 +55,20 @@ async function main(): Promise<void> {
     res.end(body);
   };
 
-  const handle = async (req: IncomingMessage, res: ServerResponse, target: string, body: Buffer, receivedAtMs: number) => {
+  const handle = async (
+    req: IncomingMessage,
+    res: ServerResponse,
+    target: string,
+    body: Buffer,
+    receivedAtMs: number,
+  ) => {
     const eventType = req.method === 'POST' ? producer.typeOf(target) : undefined;
     if (!eventType) return answer(res, 404, '{}');
     const timestamp = req.headers['x-svc-timestamp'];
     const nonce = req.headers['x-svc-nonce'];
     const sign = req.headers['x-svc-sign'];
-    if (typeof timestamp !== 'string' || typeof nonce !== 'string' || typeof sign !== 'string') return answer(res, 401, '{}');
+    if (typeof timestamp !== 'string' || typeof nonce !== 'string' || typeof sign !== 'string')
+      return answer(res, 401, '{}');
     if (Math.abs(Date.now() - Number(timestamp)) > toleranceMs) return answer(res, 401, '{}');
     const signed = Buffer.concat([Buffer.from(`POST\n${target}\n${timestamp}\n${nonce}\n`), body, LF]);
     if (!verify('sha256', signed, key, Buffer.from(decodeURIComponent(sign), 'base64'))) return answer(res, 401, '{}');
@@ -76,12 +91,17 @@ async function main(): Promise<void> {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      handle(req, res, target, chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks), receivedAtMs).catch(() => answer(res, 503, '{}'));
+      handle(req, res, target, chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks), receivedAtMs).catch(
+        () => answer(res, 503, '{}'),
+      );
     });
   };
   // BASELINE_HTTP=express: the same handler inside one app.use on Express 5 (body read by hand, no
   // parser, no other middleware), the yardstick for what our own features cost on top of Express.
-  const server = process.env.BASELINE_HTTP === 'express' ? createServer(expressApp(serve)) : createServer((req, res) => serve(req, res, req.url ?? ''));
+  const server =
+    process.env.BASELINE_HTTP === 'express'
+      ? createServer(expressApp(serve))
+      : createServer((req, res) => serve(req, res, req.url ?? ''));
   server.keepAliveTimeout = 5000;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
 

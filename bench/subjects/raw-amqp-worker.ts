@@ -32,7 +32,14 @@ async function main(): Promise<void> {
         exchange,
         `bench.${eventType}`,
         Buffer.from(body),
-        { persistent: true, mandatory: true, messageId: eventId, type: eventType, contentType: 'application/json', headers: { 'webhook-id': eventId } },
+        {
+          persistent: true,
+          mandatory: true,
+          messageId: eventId,
+          type: eventType,
+          contentType: 'application/json',
+          headers: { 'webhook-id': eventId },
+        },
         (err: unknown) => (err ? reject(new Error('nacked')) : resolve()),
       );
     });

@@ -60,13 +60,19 @@ export async function startService(opts: ServiceStart): Promise<Subject> {
   });
   const url = `http://127.0.0.1:${port}`;
   if (opts.role !== 'worker') await waitForHealth(child, url, () => stderr);
-  return { kind: 'service', pid: pidOf(child), url: opts.role === 'worker' ? undefined : url, stop: () => stopChild(child) };
+  return {
+    kind: 'service',
+    pid: pidOf(child),
+    url: opts.role === 'worker' ? undefined : url,
+    stop: () => stopChild(child),
+  };
 }
 
 async function waitForHealth(child: ChildProcess, url: string, stderr: () => string): Promise<void> {
   const deadline = Date.now() + 30_000;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`service exited (${child.exitCode ?? child.signalCode}): ${stderr()}`);
+    if (child.exitCode !== null || child.signalCode !== null)
+      throw new Error(`service exited (${child.exitCode ?? child.signalCode}): ${stderr()}`);
     try {
       const res = await request(`${url}/healthz`);
       await res.body.dump();
@@ -106,7 +112,12 @@ export async function startBaselineServer(opts: BaselineStart): Promise<Subject>
   return { kind: 'baseline', pid: pidOf(child), url: `http://127.0.0.1:${ready.port}`, stop: () => stopChild(child) };
 }
 
-export async function startRawWorkerProcess(opts: { redisUrl: string; prefix: string; sinkUrl: string; concurrency: number }): Promise<Subject> {
+export async function startRawWorkerProcess(opts: {
+  redisUrl: string;
+  prefix: string;
+  sinkUrl: string;
+  concurrency: number;
+}): Promise<Subject> {
   const child = forkBench('subjects/raw-worker', [], {
     REDIS_URL: opts.redisUrl,
     QUEUE_PREFIX: opts.prefix,
@@ -118,7 +129,13 @@ export async function startRawWorkerProcess(opts: { redisUrl: string; prefix: st
 }
 
 /** The AMQP baseline (raw-amqp-worker.ts): plain BullMQ workers publishing with confirms. */
-export async function startRawAmqpWorkerProcess(opts: { redisUrl: string; prefix: string; amqpUrl: string; exchange: string; concurrency: number }): Promise<Subject> {
+export async function startRawAmqpWorkerProcess(opts: {
+  redisUrl: string;
+  prefix: string;
+  amqpUrl: string;
+  exchange: string;
+  concurrency: number;
+}): Promise<Subject> {
   const child = forkBench('subjects/raw-amqp-worker', [], {
     REDIS_URL: opts.redisUrl,
     QUEUE_PREFIX: opts.prefix,

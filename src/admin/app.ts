@@ -92,7 +92,11 @@ export function createAdminApp(deps: AdminDeps): Express {
     strictTransportSecurity: false,
   });
   const showJobData = dashboardJobData(deps.mask);
-  const dashboard = dashboardRouter(deps.pipeline.allQueues(), { readOnly: deps.readOnlyDashboard, showJobData, mask: deps.mask });
+  const dashboard = dashboardRouter(deps.pipeline.allQueues(), {
+    readOnly: deps.readOnlyDashboard,
+    showJobData,
+    mask: deps.mask,
+  });
   deps.reloader?.onApplied(() => dashboard.showQueues(deps.pipeline.allQueues()));
   app.use(
     DASHBOARD_PATH,
@@ -109,7 +113,14 @@ export function createAdminApp(deps: AdminDeps): Express {
   api.use(guard, sameOriginWrites, onlyOperators, helmet(), express.json({ limit: '1mb' }));
   api.use('/queues', queueRoutes(deps.pipeline, deps.targets, deps.logger));
   const blockedKeys = createBlockedKeys(deps.pipeline);
-  const recovery = createRecovery({ deadLetters: deps.deadLetters, quarantine: deps.quarantine, targets: deps.targets, blockedKeys, resender: deps.resender, logger: deps.logger });
+  const recovery = createRecovery({
+    deadLetters: deps.deadLetters,
+    quarantine: deps.quarantine,
+    targets: deps.targets,
+    blockedKeys,
+    resender: deps.resender,
+    logger: deps.logger,
+  });
   api.use('/events', eventRoutes(deps.pipeline, deps.mask, recovery));
   api.use('/config', configRoutes(deps.reloader));
   api.use('/dead-letters', deadLetterRoutes(deps.deadLetters, recovery));
@@ -120,7 +131,15 @@ export function createAdminApp(deps: AdminDeps): Express {
     CONSOLE_PATH,
     guard,
     sameOriginWrites,
-    consoleRouter({ pipeline: deps.pipeline, mask: deps.mask, recovery, deadLetters: deps.deadLetters, blockedKeys, environments: deps.environments ?? ['production'], logger: deps.logger }),
+    consoleRouter({
+      pipeline: deps.pipeline,
+      mask: deps.mask,
+      recovery,
+      deadLetters: deps.deadLetters,
+      blockedKeys,
+      environments: deps.environments ?? ['production'],
+      logger: deps.logger,
+    }),
   );
 
   app.use((_req, res) => {
@@ -143,13 +162,19 @@ function adminErrorHandler(logger: Logger) {
     }
     const status = err.status && err.status < 500 ? err.status : 500;
     if (status === 500) logger.error('admin request failed', { error: err.message, stack: err.stack });
-    res.status(status).json({ error: status === 500 ? 'internal' : 'bad_request', message: status === 500 ? 'internal error' : err.message });
+    res.status(status).json({
+      error: status === 500 ? 'internal' : 'bad_request',
+      message: status === 500 ? 'internal error' : err.message,
+    });
   };
 }
 
 function refuseUnconfigured(logger: Logger) {
   logger.warn('admin routes disabled: set ADMIN_TOKEN, or ADMIN_USER and ADMIN_PASSWORD');
   return (_req: Request, res: Response): void => {
-    res.status(503).json({ error: 'admin_disabled', message: 'no admin credential configured: set ADMIN_TOKEN, or ADMIN_USER and ADMIN_PASSWORD' });
+    res.status(503).json({
+      error: 'admin_disabled',
+      message: 'no admin credential configured: set ADMIN_TOKEN, or ADMIN_USER and ADMIN_PASSWORD',
+    });
   };
 }

@@ -59,9 +59,13 @@ export function authenticate(c: AdminCredentials, authorization: string | undefi
     const colon = decoded.indexOf(':');
     if (colon <= 0) return undefined;
     const [user, password] = [decoded.slice(0, colon), decoded.slice(colon + 1)];
-    const users = [...(c.user && c.password ? [{ name: c.user, password: c.password, role: 'operator' as const }] : []), ...(c.principals ?? [])];
+    const users = [
+      ...(c.user && c.password ? [{ name: c.user, password: c.password, role: 'operator' as const }] : []),
+      ...(c.principals ?? []),
+    ];
     for (const p of users) {
-      if (p.password !== undefined && same(user, p.name) && same(password, p.password)) found ??= { principal: `basic:${p.name}`, role: p.role };
+      if (p.password !== undefined && same(user, p.name) && same(password, p.password))
+        found ??= { principal: `basic:${p.name}`, role: p.role };
     }
   }
   return found;
@@ -90,8 +94,15 @@ const SAFE = new Set(['GET', 'HEAD', 'OPTIONS']);
 export function operatorsOnlyWrites(logger: Logger) {
   return (req: Request, res: Response, next: NextFunction): void => {
     if (SAFE.has(req.method) || roleOf(req) === 'operator') return next();
-    logger.warn('admin change refused: read-only principal', { principal: principalOf(req), from: req.socket.remoteAddress, method: req.method, path: req.originalUrl.split('?', 1)[0] });
-    res.status(403).json({ error: 'read_only_principal', message: `${principalOf(req)} is a viewer: changes need an operator` });
+    logger.warn('admin change refused: read-only principal', {
+      principal: principalOf(req),
+      from: req.socket.remoteAddress,
+      method: req.method,
+      path: req.originalUrl.split('?', 1)[0],
+    });
+    res
+      .status(403)
+      .json({ error: 'read_only_principal', message: `${principalOf(req)} is a viewer: changes need an operator` });
   };
 }
 
@@ -114,7 +125,10 @@ export function requireAdmin(c: AdminCredentials, failures: FailureWindow, logge
     const waitMs = failures.blockedFor(from);
     if (waitMs > 0) {
       res.setHeader('Retry-After', String(Math.ceil(waitMs / 1000)));
-      return void res.status(429).json({ error: 'too_many_failures', message: 'too many failed admin logins from this address; try again later' });
+      return void res.status(429).json({
+        error: 'too_many_failures',
+        message: 'too many failed admin logins from this address; try again later',
+      });
     }
     const authorization = req.headers.authorization;
     const who = authenticate(c, authorization);
@@ -125,10 +139,16 @@ export function requireAdmin(c: AdminCredentials, failures: FailureWindow, logge
     }
     if (authorization !== undefined) {
       const blocked = failures.record(from);
-      logger.warn('admin authentication failed', { from, scheme: schemeOf(authorization), method: req.method, path: req.originalUrl.split('?', 1)[0] });
+      logger.warn('admin authentication failed', {
+        from,
+        scheme: schemeOf(authorization),
+        method: req.method,
+        path: req.originalUrl.split('?', 1)[0],
+      });
       if (blocked) logger.warn('admin logins from this address refused for a while: too many failures', { from });
     }
-    if (c.user || c.principals?.some((p) => p.password !== undefined)) res.setHeader('WWW-Authenticate', 'Basic realm="webhook-receiver admin", charset="UTF-8"');
+    if (c.user || c.principals?.some((p) => p.password !== undefined))
+      res.setHeader('WWW-Authenticate', 'Basic realm="webhook-receiver admin", charset="UTF-8"');
     res.status(401).json({ error: 'unauthorized', message: 'admin credentials required (Bearer token or basic auth)' });
   };
 }

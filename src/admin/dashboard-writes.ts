@@ -23,11 +23,22 @@ interface DashboardRoute {
  * from them is the queue and the job acted on.
  */
 export function describeDashboardRoute(method: string, path: string): DashboardRoute {
-  const parts = path.split('/').filter(Boolean).map((p) => safeDecode(p));
+  const parts = path
+    .split('/')
+    .filter(Boolean)
+    .map((p) => safeDecode(p));
   const route = `${method} ${path}`;
   if (parts[0] !== 'api' || parts[1] !== 'queues' || parts.length < 4) return { route };
   const queue = parts[2];
-  const jobActions = new Set(['retry', 'clean', 'promote', 'update-data', 'delay', 'priority', 'remove-unprocessed-children']);
+  const jobActions = new Set([
+    'retry',
+    'clean',
+    'promote',
+    'update-data',
+    'delay',
+    'priority',
+    'remove-unprocessed-children',
+  ]);
   const isJobRoute = parts.length === 5 && jobActions.has(parts[4]!);
   return { route, queue, jobId: isJobRoute ? parts[3] : undefined };
 }
@@ -51,10 +62,15 @@ export function dashboardWrites(opts: DashboardWriteOptions) {
     if (SAFE.has(req.method)) return next();
     const target = describeDashboardRoute(req.method, req.path);
     if (opts.readOnly) {
-      opts.logger.warn('dashboard write refused: the dashboard is read-only', { ...target, principal: principalOf(req), from: req.socket.remoteAddress });
+      opts.logger.warn('dashboard write refused: the dashboard is read-only', {
+        ...target,
+        principal: principalOf(req),
+        from: req.socket.remoteAddress,
+      });
       return void res.status(403).json({
         error: 'read_only',
-        message: 'the dashboard is read-only: use the admin API or the CLI (ADMIN_READ_ONLY_DASHBOARD=false turns dashboard writes on)',
+        message:
+          'the dashboard is read-only: use the admin API or the CLI (ADMIN_READ_ONLY_DASHBOARD=false turns dashboard writes on)',
       });
     }
     let answer: unknown;

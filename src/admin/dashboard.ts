@@ -18,7 +18,10 @@ export interface DashboardOptions {
  * Bull Board over every queue of the service, every job's data masked as the admin API masks it.
  * `showQueues` replaces the list, after a configuration reload added or removed a target.
  */
-export function dashboardRouter(queues: Iterable<Queue>, opts: DashboardOptions): { router: Router; showQueues(queues: Iterable<Queue>): void } {
+export function dashboardRouter(
+  queues: Iterable<Queue>,
+  opts: DashboardOptions,
+): { router: Router; showQueues(queues: Iterable<Queue>): void } {
   const serverAdapter = new ExpressAdapter();
   serverAdapter.setBasePath(DASHBOARD_PATH);
   const adapt = (list: Iterable<Queue>) =>
@@ -28,7 +31,11 @@ export function dashboardRouter(queues: Iterable<Queue>, opts: DashboardOptions)
       adapter.setFormatter('returnValue', opts.mask);
       return adapter;
     });
-  const board = createBullBoard({ queues: adapt(queues), serverAdapter, options: { uiConfig: { boardTitle: 'Webhook receiver' } } });
+  const board = createBullBoard({
+    queues: adapt(queues),
+    serverAdapter,
+    options: { uiConfig: { boardTitle: 'Webhook receiver' } },
+  });
   return { router: serverAdapter.getRouter() as Router, showQueues: (list) => board.replaceQueues(adapt(list)) };
 }
 

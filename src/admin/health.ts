@@ -13,7 +13,11 @@ const READY_TIMEOUT_MS = 1000;
 export function readiness(redis: RedisClient, probe: Queue, logger: Logger) {
   return async (_req: Request, res: Response): Promise<void> => {
     try {
-      await withTimeout(Promise.all([redis.ping(), probe.getJobCounts('waiting')]), READY_TIMEOUT_MS, () => new Error(`no answer within ${READY_TIMEOUT_MS} ms`));
+      await withTimeout(
+        Promise.all([redis.ping(), probe.getJobCounts('waiting')]),
+        READY_TIMEOUT_MS,
+        () => new Error(`no answer within ${READY_TIMEOUT_MS} ms`),
+      );
       res.json({ status: 'ready', redis: 'up' });
     } catch (err) {
       logger.warn('not ready: redis down', { error: (err as Error).message });

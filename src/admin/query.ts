@@ -1,13 +1,11 @@
 import { z } from 'zod';
 import { parseOperatorTime } from '../operations/time';
 
-const time = z
-  .string()
-  .transform((s, ctx) => {
-    const ms = parseOperatorTime(s);
-    if (Number.isNaN(ms)) ctx.addIssue({ code: 'custom', message: 'not a time (ISO 8601 or epoch milliseconds)' });
-    return ms;
-  });
+const time = z.string().transform((s, ctx) => {
+  const ms = parseOperatorTime(s);
+  if (Number.isNaN(ms)) ctx.addIssue({ code: 'custom', message: 'not a time (ISO 8601 or epoch milliseconds)' });
+  return ms;
+});
 
 /** Query filters shared by the admin list endpoints. */
 export const listQuerySchema = z.object({

@@ -18,6 +18,9 @@ export function sameOriginWrites(req: Request, res: Response, next: NextFunction
       crossOrigin = true;
     }
   }
-  if (crossOrigin) return void res.status(403).json({ error: 'cross_origin', message: 'admin changes are accepted from the admin origin only' });
+  if (crossOrigin)
+    return void res
+      .status(403)
+      .json({ error: 'cross_origin', message: 'admin changes are accepted from the admin origin only' });
   next();
 }

@@ -16,7 +16,13 @@ export interface RunningAdmin {
 }
 
 /** Starts the admin listener on its own port (ADMIN_PORT), apart from the public notify port. */
-export async function startAdmin(config: Config, pipeline: Pipeline, logger: Logger, registry: Registry, reloader?: Reloader): Promise<RunningAdmin> {
+export async function startAdmin(
+  config: Config,
+  pipeline: Pipeline,
+  logger: Logger,
+  registry: Registry,
+  reloader?: Reloader,
+): Promise<RunningAdmin> {
   const app = wireAdmin(config, pipeline, registry, logger, reloader);
   const server = createServer(
     {

@@ -17,7 +17,13 @@ import { createAdminApp } from './app';
 import { environmentNames } from '../config/environments';
 
 /** Builds the admin app and its operations over the process's pipeline; the caller listens. */
-export function wireAdmin(config: Config, pipeline: Pipeline, registry: Registry, logger: Logger, reloader?: Reloader): Express {
+export function wireAdmin(
+  config: Config,
+  pipeline: Pipeline,
+  registry: Registry,
+  logger: Logger,
+  reloader?: Reloader,
+): Express {
   const redis = pipeline.redis;
   const queueMetrics = registerQueueMetrics(registry, pipeline, logger);
   registerOrderingMetrics(registry, pipeline);
@@ -26,7 +32,10 @@ export function wireAdmin(config: Config, pipeline: Pipeline, registry: Registry
       (d) => {
         queueMetrics.recordDurability(d);
         if (d.risks.length) {
-          logger.warn('Redis can lose acknowledged events: use maxmemory-policy noeviction and enable persistence (AOF)', { ...d });
+          logger.warn(
+            'Redis can lose acknowledged events: use maxmemory-policy noeviction and enable persistence (AOF)',
+            { ...d },
+          );
         }
       },
       (err: Error) => logger.warn('could not read the Redis configuration', { error: err.message }),
@@ -35,10 +44,17 @@ export function wireAdmin(config: Config, pipeline: Pipeline, registry: Registry
   else redis.once('ready', () => void checkDurability());
 
   if (!config.adminReadOnlyDashboard) {
-    logger.warn('admin dashboard writes are ON (ADMIN_READ_ONLY_DASHBOARD=false): whoever holds the admin credential can add, retry, clean and remove jobs from the dashboard; every write is audited');
+    logger.warn(
+      'admin dashboard writes are ON (ADMIN_READ_ONLY_DASHBOARD=false): whoever holds the admin credential can add, retry, clean and remove jobs from the dashboard; every write is audited',
+    );
   }
   return createAdminApp({
-    credentials: { token: config.adminToken, user: config.adminUser, password: config.adminPassword, principals: config.adminPrincipals },
+    credentials: {
+      token: config.adminToken,
+      user: config.adminUser,
+      password: config.adminPassword,
+      principals: config.adminPrincipals,
+    },
     environments: environmentNames(config),
     redis,
     pipeline,

@@ -5,7 +5,9 @@ import { startTracing } from '../tracing/start';
 
 // With OTEL_* set as for the service, an operator's resend or replay is a span linked to the event's trace.
 async function main(): Promise<number> {
-  const tracing = await startTracing(process.env, (_key, message, fields) => process.stderr.write(`${message} ${JSON.stringify(fields)}\n`));
+  const tracing = await startTracing(process.env, (_key, message, fields) =>
+    process.stderr.write(`${message} ${JSON.stringify(fields)}\n`),
+  );
   try {
     return await runCli(process.argv.slice(2), {
       env: process.env,

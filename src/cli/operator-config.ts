@@ -44,7 +44,9 @@ export function describeSources(loaded: LoadedConfig): string {
  * would show empty queues, or replay someone else's dead letters.
  */
 export function operatorConfig(io: OperatorEnv, useDefaults: boolean): Config {
-  const chosen = Object.keys(io.env).some((name) => io.env[name] && (name === 'CONFIG_FILE' || name === 'QUEUE_PREFIX' || name.startsWith('REDIS_')));
+  const chosen = Object.keys(io.env).some(
+    (name) => io.env[name] && (name === 'CONFIG_FILE' || name === 'QUEUE_PREFIX' || name.startsWith('REDIS_')),
+  );
   if (!chosen && !useDefaults) throw new DefaultsNotChosenError();
   const loaded = loadConfigDetailed({ ...io.env, ROLE: 'worker' });
   io.err?.(`using ${describeSources(loaded)}`);

@@ -73,7 +73,11 @@ export interface CliIo extends OperatorEnv {
 export async function runCli(argv: string[], given: CliIo): Promise<number> {
   // Everything printed may hold text from outside (a target's answer, a sender's fields): no control
   // character reaches the operator's terminal.
-  const io: CliIo = { ...given, out: (line) => given.out(stripControl(line)), ...(given.err ? { err: (line: string) => given.err!(stripControl(line)) } : {}) };
+  const io: CliIo = {
+    ...given,
+    out: (line) => given.out(stripControl(line)),
+    ...(given.err ? { err: (line: string) => given.err!(stripControl(line)) } : {}),
+  };
   try {
     return await dispatch(argv, io);
   } catch (err) {
@@ -120,7 +124,11 @@ async function dispatch(argv: string[], io: CliIo): Promise<number> {
       io.out(USAGE);
       return 0;
   }
-  io.out(command === undefined ? USAGE : `unknown command "${command === 'config' || command === 'transform' ? `${command} ${rest.join(' ')}`.trim() : command}"\n${USAGE}`);
+  io.out(
+    command === undefined
+      ? USAGE
+      : `unknown command "${command === 'config' || command === 'transform' ? `${command} ${rest.join(' ')}`.trim() : command}"\n${USAGE}`,
+  );
   return 2;
 }
 
@@ -168,7 +176,9 @@ async function sendCommand(args: string[], io: CliIo): Promise<number> {
       times: Number(values.times),
     });
     for (const r of results) {
-      io.out(`${r.type.padEnd(26)} ${r.status} ${r.body}  event ${r.eventId}${r.requestId ? `  request_id ${r.requestId}` : ''}`);
+      io.out(
+        `${r.type.padEnd(26)} ${r.status} ${r.body}  event ${r.eventId}${r.requestId ? `  request_id ${r.requestId}` : ''}`,
+      );
       if (r.status !== 200) failed = true;
     }
   }

@@ -54,7 +54,9 @@ async function main(): Promise<number> {
     let redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
     if (await isRedisReachable(redisUrl)) {
       const removed = await resetPrefix(redisUrl, keyPrefix(DEMO_PREFIX));
-      say(`using the Redis at ${redisUrl}; the demo's keys live under ${keyPrefix(DEMO_PREFIX)}: (${removed} left from an earlier run removed; removed again at exit)`);
+      say(
+        `using the Redis at ${redisUrl}; the demo's keys live under ${keyPrefix(DEMO_PREFIX)}: (${removed} left from an earlier run removed; removed again at exit)`,
+      );
       const shared = redisUrl;
       cleanups.push(async () => {
         const n = await resetPrefix(shared, keyPrefix(DEMO_PREFIX));
@@ -101,7 +103,14 @@ async function main(): Promise<number> {
       stringify({
         targets: [
           { name: 'merchant-system', url: merchantSystem.url, events: ['*'], secret: secret() },
-          { name: LEDGER, url: ledger.url, events: ['payment.result'], secret: secret(), maxAttempts: 2, backoff: { initialMs: 300, maxMs: 600 } },
+          {
+            name: LEDGER,
+            url: ledger.url,
+            events: ['payment.result'],
+            secret: secret(),
+            maxAttempts: 2,
+            backoff: { initialMs: 300, maxMs: 600 },
+          },
         ],
       }),
     );
@@ -110,7 +119,9 @@ async function main(): Promise<number> {
     const log = openSync(logFile, 'w');
     // Run the service the way the demo itself runs: built (npm run demo), or through ts-node (tests).
     const fromSource = __filename.endsWith('.ts');
-    const entry = fromSource ? ['-r', 'ts-node/register', path.join(root, 'src', 'main.ts')] : [path.join(root, 'dist', 'src', 'main.js')];
+    const entry = fromSource
+      ? ['-r', 'ts-node/register', path.join(root, 'src', 'main.ts')]
+      : [path.join(root, 'dist', 'src', 'main.js')];
     const service = spawn(process.execPath, entry, {
       cwd: root,
       stdio: ['ignore', log, log],
@@ -135,19 +146,33 @@ async function main(): Promise<number> {
       await stopChild(service);
     });
     service.on('exit', (code) => {
-      if (code !== 0 && code !== null) say(`the service exited with code ${code}: see ${path.relative(process.cwd(), logFile)}`);
+      if (code !== 0 && code !== null)
+        say(`the service exited with code ${code}: see ${path.relative(process.cwd(), logFile)}`);
     });
-    say(`the service's own JSON log lines go to ${path.relative(process.cwd(), logFile)} (tail -f it in another terminal), not here`);
+    say(
+      `the service's own JSON log lines go to ${path.relative(process.cwd(), logFile)} (tail -f it in another terminal), not here`,
+    );
 
     const url = `http://127.0.0.1:${port}`;
     await waitForHealth(url);
-    say(`service is up at ${url}, forwarding to the merchant system (every type) and the ledger (payment.result); sending signed samples:`);
+    say(
+      `service is up at ${url}, forwarding to the merchant system (every type) and the ledger (payment.result); sending signed samples:`,
+    );
 
-    const base: SendOptions = { url, keyFile: path.join(keyDir, KEY_FILES.privateKey), scheme: 'current', headerPrefix: 'x-svc', basePath: '', times: 1 };
+    const base: SendOptions = {
+      url,
+      keyFile: path.join(keyDir, KEY_FILES.privateKey),
+      scheme: 'current',
+      headerPrefix: 'x-svc',
+      basePath: '',
+      times: 1,
+    };
     const sent: SendResult[] = [];
     const rows: string[] = [];
     const row = (label: string, scheme: string, r: SendResult, note = `${r.status} ${r.body}`) =>
-      rows.push(`${label.padEnd(28)} ${scheme.padEnd(8)} ${note}\n${''.padEnd(38)}event ${r.eventId}${r.requestId ? `  request_id ${r.requestId}` : ''}`);
+      rows.push(
+        `${label.padEnd(28)} ${scheme.padEnd(8)} ${note}\n${''.padEnd(38)}event ${r.eventId}${r.requestId ? `  request_id ${r.requestId}` : ''}`,
+      );
     for (const type of EVENT_TYPES) {
       for (const r of await sendNotification(type, base)) {
         sent.push(r);
@@ -156,7 +181,12 @@ async function main(): Promise<number> {
     }
     const replay = await sendNotification('payment.result', { ...base, times: 2 });
     sent.push(...replay);
-    row('payment.result (sent twice)', 'current', replay[0]!, `${replay.map((r) => r.status).join(', ')}: the second is a replay, queued once`);
+    row(
+      'payment.result (sent twice)',
+      'current',
+      replay[0]!,
+      `${replay.map((r) => r.status).join(', ')}: the second is a replay, queued once`,
+    );
     for (const r of await sendNotification('remittance.incoming', { ...base, scheme: 'legacy', merchantId })) {
       sent.push(r);
       row('remittance.incoming', 'v1.2', r);
@@ -166,7 +196,10 @@ async function main(): Promise<number> {
 
     const expected = EVENT_TYPES.length + 2;
     await waitFor(() => merchantSystem.received() >= expected && ledger.requests() >= 4, 15000);
-    const queue = new Queue(deliveryQueueName(LEDGER), { connection: { url: redisUrl }, prefix: keyPrefix(DEMO_PREFIX) });
+    const queue = new Queue(deliveryQueueName(LEDGER), {
+      connection: { url: redisUrl },
+      prefix: keyPrefix(DEMO_PREFIX),
+    });
     try {
       await waitFor(async () => {
         const counts = await queue.getJobCounts('failed', 'completed');
@@ -175,10 +208,14 @@ async function main(): Promise<number> {
     } finally {
       await queue.close();
     }
-    say(`the merchant system received ${merchantSystem.received()} events for ${expected + 1} notifications sent (the replay was queued once)`);
+    say(
+      `the merchant system received ${merchantSystem.received()} events for ${expected + 1} notifications sent (the replay was queued once)`,
+    );
     const [deadId, retriedId] = refusals;
     if (!deadId || !retriedId) throw new Error('the ledger did not see two payment.result events');
-    say(`the ledger refused payment.result ${deadId} twice (a dead letter) and ${retriedId} once (delivered on the retry)`);
+    say(
+      `the ledger refused payment.result ${deadId} twice (a dead letter) and ${retriedId} once (delivered on the retry)`,
+    );
 
     const adminUrl = `http://127.0.0.1:${adminPort}`;
     const facts: DemoFacts = {
@@ -193,7 +230,9 @@ async function main(): Promise<number> {
     };
 
     if (exitWhenDone) {
-      say('ready commands, from the project directory (DEMO_EXIT=1: the demo runs each one here, then exits; `npm run demo` keeps the service up to try them):');
+      say(
+        'ready commands, from the project directory (DEMO_EXIT=1: the demo runs each one here, then exits; `npm run demo` keeps the service up to try them):',
+      );
       const failed = await runEach(cliCommands(facts), root, () => ledger.received());
       return failed ? 1 : 0;
     }
@@ -201,9 +240,13 @@ async function main(): Promise<number> {
     printCommands(cliCommands(facts));
     say('the same through the admin API:');
     printCommands(apiCommands(facts));
-    say(`events console: ${adminUrl}/admin/console  (user admin, password ${adminToken}): search a request_id above, read each target's attempts, replay or resend`);
+    say(
+      `events console: ${adminUrl}/admin/console  (user admin, password ${adminToken}): search a request_id above, read each target's attempts, replay or resend`,
+    );
     say(`raw queues (Bull Board): ${adminUrl}/admin/queues  (the same user)`);
-    say(`send more: npm run cli -- send payment.result --url ${url} --key ${path.relative(process.cwd(), base.keyFile)}`);
+    say(
+      `send more: npm run cli -- send payment.result --url ${url} --key ${path.relative(process.cwd(), base.keyFile)}`,
+    );
     say("Ctrl-C stops the service and removes the demo's keys.");
     await new Promise<never>(() => undefined);
     return 0;
@@ -241,7 +284,11 @@ async function runEach(commands: ReadyCommand[], cwd: string, delivered: () => n
 
 function shell(command: string, cwd: string): Promise<{ status: number | null; output: string }> {
   return new Promise((resolve) => {
-    const child = spawn('sh', ['-c', command], { cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, npm_config_loglevel: 'silent' } });
+    const child = spawn('sh', ['-c', command], {
+      cwd,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, npm_config_loglevel: 'silent' },
+    });
     let output = '';
     child.stdout.on('data', (c: Buffer) => (output += c.toString()));
     child.stderr.on('data', (c: Buffer) => (output += c.toString()));

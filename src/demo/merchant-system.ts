@@ -38,10 +38,17 @@ export async function startMerchantSystem(
         return;
       }
       count++;
-      say(`${name} received ${String(event.type).padEnd(26)} webhook-id ${id} (signed: ${req.headers['webhook-signature'] ? 'yes' : 'no'})`);
+      say(
+        `${name} received ${String(event.type).padEnd(26)} webhook-id ${id} (signed: ${req.headers['webhook-signature'] ? 'yes' : 'no'})`,
+      );
       res.writeHead(204).end();
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/events`, received: () => count, requests: () => total, server };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/events`,
+    received: () => count,
+    requests: () => total,
+    server,
+  };
 }

@@ -28,10 +28,28 @@ export function cliCommands(f: DemoFacts): ReadyCommand[] {
   return [
     { what: 'the queues, each target and its dead letters', command: `${cli} queues` },
     { what: `the ${f.target}'s dead letters`, command: `${cli} dlq list --target ${f.target}` },
-    ...(f.deadLetter.requestId ? [{ what: "the dead-lettered event, by the platform's request_id", command: `${cli} event --request-id ${f.deadLetter.requestId}` }] : []),
-    { what: 'replay the dead letter (same webhook-id, a new attempt series)', command: `${cli} dlq replay ${dead}`, startsDelivery: true },
-    { what: `resend the delivered event to the ${f.target}`, command: `${cli} event resend ${f.delivered.eventId} --target ${f.target}`, startsDelivery: true },
-    { what: 'the whole story of the replayed event: each attempt series, what started it, who', command: `${cli} event ${f.deadLetter.eventId}` },
+    ...(f.deadLetter.requestId
+      ? [
+          {
+            what: "the dead-lettered event, by the platform's request_id",
+            command: `${cli} event --request-id ${f.deadLetter.requestId}`,
+          },
+        ]
+      : []),
+    {
+      what: 'replay the dead letter (same webhook-id, a new attempt series)',
+      command: `${cli} dlq replay ${dead}`,
+      startsDelivery: true,
+    },
+    {
+      what: `resend the delivered event to the ${f.target}`,
+      command: `${cli} event resend ${f.delivered.eventId} --target ${f.target}`,
+      startsDelivery: true,
+    },
+    {
+      what: 'the whole story of the replayed event: each attempt series, what started it, who',
+      command: `${cli} event ${f.deadLetter.eventId}`,
+    },
     { what: 'and of the resent one', command: `${cli} event ${f.delivered.eventId}` },
   ];
 }
@@ -43,8 +61,14 @@ export function apiCommands(f: DemoFacts): ReadyCommand[] {
   return [
     { what: 'the event view', command: `${curl} ${f.adminUrl}/admin/api/events/${f.deadLetter.eventId}` },
     { what: 'dead letters', command: `${curl} "${f.adminUrl}/admin/api/dead-letters?target=${f.target}"` },
-    { what: 'replay one', command: `${curl} ${json} -d '{"ids":["${f.target}/${f.deadLetter.eventId}"]}' ${f.adminUrl}/admin/api/dead-letters/replay` },
-    { what: 'resend', command: `${curl} ${json} -d '{"target":"${f.target}"}' ${f.adminUrl}/admin/api/events/${f.delivered.eventId}/resend` },
+    {
+      what: 'replay one',
+      command: `${curl} ${json} -d '{"ids":["${f.target}/${f.deadLetter.eventId}"]}' ${f.adminUrl}/admin/api/dead-letters/replay`,
+    },
+    {
+      what: 'resend',
+      command: `${curl} ${json} -d '{"target":"${f.target}"}' ${f.adminUrl}/admin/api/events/${f.delivered.eventId}/resend`,
+    },
     { what: 'metrics', command: `${curl} ${f.adminUrl}/metrics` },
   ];
 }

@@ -37,7 +37,13 @@ const ONE_OFF = { disconnectTimeout: 0 } as const;
  * never retries and a command gives up after a second, so asking a killed or frozen node fails fast.
  */
 export async function withNode<T>(port: number, use: (client: Redis) => Promise<T>): Promise<T> {
-  const client = new Redis(port, '127.0.0.1', { ...ONE_OFF, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1000, commandTimeout: 1000 });
+  const client = new Redis(port, '127.0.0.1', {
+    ...ONE_OFF,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectTimeout: 1000,
+    commandTimeout: 1000,
+  });
   client.on('error', () => undefined);
   try {
     return await use(client);
@@ -47,7 +53,13 @@ export async function withNode<T>(port: number, use: (client: Redis) => Promise<
 }
 
 export async function isRedisReachable(url: string): Promise<boolean> {
-  const client = new Redis(url, { ...ONE_OFF, lazyConnect: true, connectTimeout: 1000, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  const client = new Redis(url, {
+    ...ONE_OFF,
+    lazyConnect: true,
+    connectTimeout: 1000,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
   client.on('error', () => undefined);
   try {
     await client.connect();
@@ -97,13 +109,30 @@ export class RedisServer {
       'redis-server',
       [
         ...(this.options.configFile ? [this.options.configFile] : []),
-        ...['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--maxmemory-policy', 'noeviction'],
+        ...[
+          '--port',
+          String(this.port),
+          '--bind',
+          '127.0.0.1',
+          '--save',
+          '',
+          '--appendonly',
+          'no',
+          '--maxmemory-policy',
+          'noeviction',
+        ],
         ...(this.options.args ?? []),
       ],
       { stdio: 'ignore' },
     );
     const failed = new Promise<never>((_, reject) =>
-      child.once('error', (err) => reject(new Error(`cannot start redis-server (${err.message}): install it (apt-get install redis-server) or set REDIS_URL`))),
+      child.once('error', (err) =>
+        reject(
+          new Error(
+            `cannot start redis-server (${err.message}): install it (apt-get install redis-server) or set REDIS_URL`,
+          ),
+        ),
+      ),
     );
     this.child = child;
     await Promise.race([this.waitUntilUp(), failed]);

@@ -31,7 +31,12 @@ export class PermanentDeliveryError extends UnrecoverableError {
 
 /** What an attempt met, when it failed in a way we recognise; an unexpected error has no facts. */
 export function failureFacts(err: unknown): FailureFacts | undefined {
-  if (err instanceof PermanentDeliveryError || err instanceof TransientDeliveryError || err instanceof TransformDeliveryError) return err.facts;
+  if (
+    err instanceof PermanentDeliveryError ||
+    err instanceof TransientDeliveryError ||
+    err instanceof TransformDeliveryError
+  )
+    return err.facts;
   return undefined;
 }
 
@@ -45,7 +50,11 @@ export function failureFacts(err: unknown): FailureFacts | undefined {
  * attempt, and an EventEmitter as the signal (undici takes either): an AbortSignal per request cost
  * measurably in the drain profile.
  */
-export async function attemptDelivery(target: Target, dispatcher: Dispatcher, req: OutgoingRequest): Promise<AttemptSuccess> {
+export async function attemptDelivery(
+  target: Target,
+  dispatcher: Dispatcher,
+  req: OutgoingRequest,
+): Promise<AttemptSuccess> {
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
   const deadline = new EventEmitter();
@@ -70,8 +79,17 @@ export async function attemptDelivery(target: Target, dispatcher: Dispatcher, re
     } catch (err) {
       const e = err as Error & { code?: string; cause?: { code?: string } };
       const code = e.code ?? e.cause?.code;
-      const facts: FailureFacts = { errorClass: timedOut ? 'timeout' : classifyNetworkError(code), latencyMs: elapsed() };
-      throw new TransientDeliveryError(summarise(facts, code ?? e.message, target.timeoutMs), undefined, undefined, undefined, facts);
+      const facts: FailureFacts = {
+        errorClass: timedOut ? 'timeout' : classifyNetworkError(code),
+        latencyMs: elapsed(),
+      };
+      throw new TransientDeliveryError(
+        summarise(facts, code ?? e.message, target.timeoutMs),
+        undefined,
+        undefined,
+        undefined,
+        facts,
+      );
     }
     const status = res.statusCode;
     if (status >= 200 && status < 300) {

@@ -28,7 +28,12 @@ const RETRY_AFTER_CAP_MS = 24 * 3600 * 1000;
  * Exponential backoff with jitter between half and all of the step, capped at `maxMs`. A Retry-After
  * from the target wins when it asks for longer, so we never come back sooner than it asked.
  */
-export function backoffDelay(attemptsMade: number, backoff: Target['backoff'], err?: Error, random = Math.random): number {
+export function backoffDelay(
+  attemptsMade: number,
+  backoff: Target['backoff'],
+  err?: Error,
+  random = Math.random,
+): number {
   const step = Math.min(backoff.maxMs, backoff.initialMs * 2 ** Math.max(0, attemptsMade - 1));
   const jittered = Math.round(step / 2 + random() * (step / 2));
   const retryAfter = err instanceof TransientDeliveryError ? err.retryAfterMs : undefined;

@@ -15,7 +15,13 @@ export interface OutgoingRequest {
  * `passthrough`: the platform's bytes and signature headers, unchanged, for a system that verifies the
  * platform's signature itself; `x-forwarded-uri` tells it which request target was signed.
  */
-export function buildRequest(job: DeliveryJob, target: Target, sign: RequestSigner | undefined, now: Date, transformed?: string): OutgoingRequest {
+export function buildRequest(
+  job: DeliveryJob,
+  target: Target,
+  sign: RequestSigner | undefined,
+  now: Date,
+  transformed?: string,
+): OutgoingRequest {
   // The bytes as received: the stored string itself when they are UTF-8, decoded only when they are not.
   const raw = job.rawBodyEncoding === 'utf8' ? job.rawBody : decodeRawBody(job);
   if (target.format === 'passthrough') {

@@ -1,5 +1,12 @@
 import type { Job } from 'bullmq';
-import { isDropped, type DeliveryFailure, type DeliveryJob, type DeliveryResult, type SeriesStart, type SeriesTrigger } from '../model/jobs';
+import {
+  isDropped,
+  type DeliveryFailure,
+  type DeliveryJob,
+  type DeliveryResult,
+  type SeriesStart,
+  type SeriesTrigger,
+} from '../model/jobs';
 
 /**
  * The whole story of one delivery (an event to one target), kept in its job's log, which BullMQ keeps
@@ -48,10 +55,20 @@ function isSeriesStart(e: LogEntry): e is SeriesStart {
  * attempt that delivered (when the job completed) and who starts the series. Written before the retry,
  * so no attempt of the new series can precede its mark in the log.
  */
-export async function markSeriesStart(job: Job<DeliveryJob>, trigger: SeriesStart['series'], by: string): Promise<void> {
+export async function markSeriesStart(
+  job: Job<DeliveryJob>,
+  trigger: SeriesStart['series'],
+  by: string,
+): Promise<void> {
   const returned = job.returnvalue as DeliveryResult | null | undefined;
   if (isDropped(returned) && job.finishedOn) {
-    const dropped: DroppedAttempt = { outcome: 'dropped', at: new Date(job.finishedOn).toISOString(), attempt: job.attemptsMade, target: job.data.target, latencyMs: returned.latencyMs };
+    const dropped: DroppedAttempt = {
+      outcome: 'dropped',
+      at: new Date(job.finishedOn).toISOString(),
+      attempt: job.attemptsMade,
+      target: job.data.target,
+      latencyMs: returned.latencyMs,
+    };
     await job.log(JSON.stringify(dropped));
   } else if (returned && typeof returned.latencyMs === 'number' && job.finishedOn) {
     const delivered: DeliveredAttempt = {
@@ -102,9 +119,23 @@ export function deliveryStory(
   }
   const returned = job.returnvalue as DeliveryResult | null | undefined;
   if (state === 'completed' && isDropped(returned) && job.finishedOn) {
-    current.attempts.push({ outcome: 'dropped', at: new Date(job.finishedOn).toISOString(), attempt: job.attemptsMade, target: job.data.target, latencyMs: returned.latencyMs, series: current.n });
+    current.attempts.push({
+      outcome: 'dropped',
+      at: new Date(job.finishedOn).toISOString(),
+      attempt: job.attemptsMade,
+      target: job.data.target,
+      latencyMs: returned.latencyMs,
+      series: current.n,
+    });
   } else if (state === 'completed' && returned && job.finishedOn) {
-    current.attempts.push({ ...returned, outcome: 'delivered', at: new Date(job.finishedOn).toISOString(), attempt: job.attemptsMade, target: job.data.target, series: current.n });
+    current.attempts.push({
+      ...returned,
+      outcome: 'delivered',
+      at: new Date(job.finishedOn).toISOString(),
+      attempt: job.attemptsMade,
+      target: job.data.target,
+      series: current.n,
+    });
   }
   return series;
 }

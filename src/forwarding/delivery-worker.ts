@@ -31,7 +31,11 @@ export interface WorkerDeps {
  * ordered delivery (`sequencer`), a delivery goes only in its turn; out of turn it is parked again
  * (delayed, no attempt spent) until the delivery before it is done.
  */
-export function createDeliveryWorker(target: Target, deps: WorkerDeps, sequencer?: Sequencer): { worker: Worker; close(ms?: number): Promise<void> } {
+export function createDeliveryWorker(
+  target: Target,
+  deps: WorkerDeps,
+  sequencer?: Sequencer,
+): { worker: Worker; close(ms?: number): Promise<void> } {
   const transport = createTransport(target, deps.logger);
   const sign = createSigner(target);
   // Only a target with a transform has one: the others build their request exactly as before.
@@ -43,7 +47,12 @@ export function createDeliveryWorker(target: Target, deps: WorkerDeps, sequencer
   async function advance(job: Job<DeliveryJob>, step: 'delivered' | 'deadLettered'): Promise<void> {
     if (!sequencer || job.data.orderKey === undefined) return;
     await Promise.resolve(sequencer[step](job)).catch((err: Error) =>
-      logger.repeated('warn', `order:${err.message}`, 'ordered delivery: the next delivery of the key was not woken; it wakes by itself', { target: target.name, eventId: job.data.eventId, error: err.message }),
+      logger.repeated(
+        'warn',
+        `order:${err.message}`,
+        'ordered delivery: the next delivery of the key was not woken; it wakes by itself',
+        { target: target.name, eventId: job.data.eventId, error: err.message },
+      ),
     );
   }
 
@@ -87,10 +96,25 @@ export function createDeliveryWorker(target: Target, deps: WorkerDeps, sequencer
       if (span) {
         span.delivered(result.status, result.latencyMs);
         metrics.observeDelivery(target.name, sinceReceipt, span.traceId);
-        logger.record('info', 'delivered', { eventId, eventType, target: target.name, attempt, status: result.status, latencyMs: result.latencyMs, ...span.logIds });
+        logger.record('info', 'delivered', {
+          eventId,
+          eventType,
+          target: target.name,
+          attempt,
+          status: result.status,
+          latencyMs: result.latencyMs,
+          ...span.logIds,
+        });
       } else {
         series.latency.observe(sinceReceipt);
-        logger.record('info', 'delivered', { eventId, eventType, target: target.name, attempt, status: result.status, latencyMs: result.latencyMs });
+        logger.record('info', 'delivered', {
+          eventId,
+          eventType,
+          target: target.name,
+          attempt,
+          status: result.status,
+          latencyMs: result.latencyMs,
+        });
       }
       return result;
     } catch (err) {
@@ -107,7 +131,17 @@ export function createDeliveryWorker(target: Target, deps: WorkerDeps, sequencer
       };
       span?.failed({ errorClass: facts?.errorClass, status: facts?.status, latencyMs: facts?.latencyMs, error, final });
       await job.log(JSON.stringify(failure));
-      const fields = { eventId, eventType, target: target.name, attempt, errorClass: facts?.errorClass, status: facts?.status, latencyMs: facts?.latencyMs, error, ...span?.logIds };
+      const fields = {
+        eventId,
+        eventType,
+        target: target.name,
+        attempt,
+        errorClass: facts?.errorClass,
+        status: facts?.status,
+        latencyMs: facts?.latencyMs,
+        error,
+        ...span?.logIds,
+      };
       if (final) {
         await job.updateData({ ...job.data, lastFailure: failure });
         metrics.deliveries.labels(target.name, eventType, 'dead_lettered').inc();
@@ -117,7 +151,12 @@ export function createDeliveryWorker(target: Target, deps: WorkerDeps, sequencer
       } else {
         metrics.deliveries.labels(target.name, eventType, 'retry').inc();
         // A target that is down fails every delivery the same way: one line per interval, with the count.
-        logger.repeated('warn', `retry:${target.name}:${facts?.errorClass ?? error}:${facts?.status ?? ''}`, 'delivery attempt failed; will retry', fields);
+        logger.repeated(
+          'warn',
+          `retry:${target.name}:${facts?.errorClass ?? error}:${facts?.status ?? ''}`,
+          'delivery attempt failed; will retry',
+          fields,
+        );
       }
       throw err;
     }
@@ -133,7 +172,12 @@ export function createDeliveryWorker(target: Target, deps: WorkerDeps, sequencer
     maxStalledCount: 5,
     settings: { backoffStrategy: deliveryBackoff(target) },
   });
-  worker.on('error', (err) => logger.repeated('warn', `delivery worker error:${err.message}`, 'delivery worker error', { target: target.name, error: err.message }));
+  worker.on('error', (err) =>
+    logger.repeated('warn', `delivery worker error:${err.message}`, 'delivery worker error', {
+      target: target.name,
+      error: err.message,
+    }),
+  );
   return {
     worker,
     /** Lets requests under way end within `ms`, then cuts them (their jobs are retried). */

@@ -31,14 +31,19 @@ export function createFanoutWorker(eventType: EventType, deps: FanoutDeps): Work
       const { eventId, environment } = job.data;
       if (pipeline.targets().some((t) => subscribes(t, eventType))) {
         deps.logger.warn('event kept: no target takes its environment', { eventId, eventType, environment });
-        throw new UnrecoverableError(`no target subscribed to ${eventType} takes the ${environment} environment; the event is kept here, retry it once one does`);
+        throw new UnrecoverableError(
+          `no target subscribed to ${eventType} takes the ${environment} environment; the event is kept here, retry it once one does`,
+        );
       }
       deps.logger.warn('event kept: no target subscribes to its type', { eventId, eventType });
-      throw new UnrecoverableError(`no target subscribes to ${eventType}; the event is kept here, retry it once one does`);
+      throw new UnrecoverableError(
+        `no target subscribes to ${eventType}; the event is kept here, retry it once one does`,
+      );
     }
     // Counted once the deliveries are in, so a retried fan-out does not count a filtered target twice.
     for (const t of filtered) deps.metrics.filtered.labels(t).inc();
-    if (filtered.length) deps.logger.debug('event filtered out for targets', { eventId: job.data.eventId, eventType, targets: filtered });
+    if (filtered.length)
+      deps.logger.debug('event filtered out for targets', { eventId: job.data.eventId, eventType, targets: filtered });
     return { targets: deliveries.map((d) => d.target.name), filtered };
   };
   const worker = new Worker<EventJob, RoutedFanoutResult>(eventQueueName(eventType), processor, {
@@ -49,14 +54,20 @@ export function createFanoutWorker(eventType: EventType, deps: FanoutDeps): Work
     stalledInterval: deps.stalledIntervalMs,
     settings: { backoffStrategy: fanoutBackoff },
   });
-  worker.on('error', (err) => deps.logger.repeated('warn', `fan-out worker error:${err.message}`, 'fan-out worker error', { eventType, error: err.message }));
+  worker.on('error', (err) =>
+    deps.logger.repeated('warn', `fan-out worker error:${err.message}`, 'fan-out worker error', {
+      eventType,
+      error: err.message,
+    }),
+  );
   worker.on('failed', (job, err) => {
     if (!job || err instanceof UnrecoverableError) return; // unrouted: already logged and counted
     const final = job.attemptsMade >= (job.opts.attempts ?? 1);
     if (final) deps.metrics.fanoutFailures.labels(eventType).inc();
     const fields = { eventId: job.data.eventId, eventType, attempt: job.attemptsMade, error: err.message };
     if (final) deps.logger.error('fan-out failed for good; the event is kept as a failed job', fields);
-    else deps.logger.repeated('warn', `fan-out retry:${eventType}:${err.message}`, 'fan-out failed; will retry', fields);
+    else
+      deps.logger.repeated('warn', `fan-out retry:${eventType}:${err.message}`, 'fan-out failed; will retry', fields);
   });
   return worker;
 }

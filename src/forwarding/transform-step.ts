@@ -43,11 +43,18 @@ export function createShaper(target: Target): Shaper | undefined {
       const started = performance.now();
       if (!sandbox) throw new TransformDeliveryError(unreadable ?? 'no transform', 0);
       const raw = job.rawBodyEncoding === 'utf8' ? job.rawBody : decodeRawBody(job).toString('utf8');
-      const event = { id: job.eventId, type: job.eventType, timestamp: job.receivedAt, environment: job.environment ?? null, merchantId: job.merchantId ?? null };
+      const event = {
+        id: job.eventId,
+        type: job.eventType,
+        timestamp: job.receivedAt,
+        environment: job.environment ?? null,
+        merchantId: job.merchantId ?? null,
+      };
       try {
         return await sandbox.run({ event, raw });
       } catch (err) {
-        if (err instanceof TransformError) throw new TransformDeliveryError(err.message, Math.round(performance.now() - started));
+        if (err instanceof TransformError)
+          throw new TransformDeliveryError(err.message, Math.round(performance.now() - started));
         throw err;
       }
     },

@@ -12,7 +12,8 @@ import { createFanoutWorker } from './fanout-worker';
 import type { Target } from '../model/target-schema';
 
 /** Logged when workers are stopped by cutting their connections. */
-export const WORKERS_CUT = 'workers did not stop in time (deliveries in flight, or Redis not answering); cutting their connections: unfinished deliveries are picked up again';
+export const WORKERS_CUT =
+  'workers did not stop in time (deliveries in flight, or Redis not answering); cutting their connections: unfinished deliveries are picked up again';
 
 /** Each step of a forced stop waits at most this long. */
 const FORCED_STEP_MS = 1000;
@@ -29,7 +30,13 @@ export interface RunningWorkers {
 }
 
 /** Starts the fan-out workers (one per event type) and a delivery worker per target, over the process's pipeline. */
-export function startWorkers(config: Config, pipeline: Pick<QueueRegistry, 'prefix' | 'targets' | 'ordering'> & Pick<Producer, 'addDeliveries'>, logger: Logger, metrics: Metrics, redis: RedisConnector): RunningWorkers {
+export function startWorkers(
+  config: Config,
+  pipeline: Pick<QueueRegistry, 'prefix' | 'targets' | 'ordering'> & Pick<Producer, 'addDeliveries'>,
+  logger: Logger,
+  metrics: Metrics,
+  redis: RedisConnector,
+): RunningWorkers {
   const connection = redis.open('worker');
   reportConnectionErrors(connection, logger, 'worker');
   const deps = {
@@ -43,7 +50,8 @@ export function startWorkers(config: Config, pipeline: Pick<QueueRegistry, 'pref
   const fanouts = EVENT_TYPES.map((type) => createFanoutWorker(type, { ...deps, pipeline }));
   type Running = { target: Target; delivery: ReturnType<typeof createDeliveryWorker> };
   const deliveries = new Map<string, Running>();
-  const start = (t: Target) => deliveries.set(t.name, { target: t, delivery: createDeliveryWorker(t, deps, pipeline.ordering(t.name)) });
+  const start = (t: Target) =>
+    deliveries.set(t.name, { target: t, delivery: createDeliveryWorker(t, deps, pipeline.ordering(t.name)) });
   pipeline.targets().forEach(start);
   logger.info('workers started', { targets: pipeline.targets().map((t) => t.name), eventTypes: EVENT_TYPES.length });
 
@@ -60,7 +68,10 @@ export function startWorkers(config: Config, pipeline: Pick<QueueRegistry, 'pref
       logger.warn(WORKERS_CUT, { timeoutMs: config.worker.shutdownTimeoutMs });
       await settlesWithin(Promise.allSettled(workers.map((w) => w.disconnect())), FORCED_STEP_MS);
       if (cutShared) connection.disconnect();
-      if (!(await settlesWithin(closed, FORCED_STEP_MS))) logger.warn('workers did not close after their connections were cut; leaving them', { workers: workers.length });
+      if (!(await settlesWithin(closed, FORCED_STEP_MS)))
+        logger.warn('workers did not close after their connections were cut; leaving them', {
+          workers: workers.length,
+        });
     }
     await Promise.all(agents.map((d) => d.close(FORCED_STEP_MS)));
   }
@@ -68,15 +79,27 @@ export function startWorkers(config: Config, pipeline: Pick<QueueRegistry, 'pref
   return {
     async applyTargets(next) {
       const names = new Set(next.map((t) => t.name));
-      const changed = next.filter((t) => deliveries.has(t.name) && JSON.stringify(deliveries.get(t.name)!.target) !== JSON.stringify(t));
-      const leaving = [...deliveries.values()].filter((r) => !names.has(r.target.name) || changed.some((t) => t.name === r.target.name));
-      await stop(leaving.map((r) => r.delivery.worker), leaving.map((r) => r.delivery), false);
+      const changed = next.filter(
+        (t) => deliveries.has(t.name) && JSON.stringify(deliveries.get(t.name)!.target) !== JSON.stringify(t),
+      );
+      const leaving = [...deliveries.values()].filter(
+        (r) => !names.has(r.target.name) || changed.some((t) => t.name === r.target.name),
+      );
+      await stop(
+        leaving.map((r) => r.delivery.worker),
+        leaving.map((r) => r.delivery),
+        false,
+      );
       for (const r of leaving) deliveries.delete(r.target.name);
       for (const t of next) if (!deliveries.has(t.name)) start(t);
     },
     async close() {
       const running = [...deliveries.values()];
-      await stop([...fanouts, ...running.map((r) => r.delivery.worker)], running.map((r) => r.delivery), true);
+      await stop(
+        [...fanouts, ...running.map((r) => r.delivery.worker)],
+        running.map((r) => r.delivery),
+        true,
+      );
       connection.disconnect();
     },
   };

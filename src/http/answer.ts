@@ -23,11 +23,27 @@ export function answerFactory(): (status: number, body: object, extra?: Record<s
   const security = helmetHeaders();
   return (status, body, extra = {}) => {
     const bytes = Buffer.from(JSON.stringify(body), 'utf8');
-    const headers = { ...security, 'content-type': 'application/json; charset=utf-8', 'content-length': bytes.length, ...extra };
+    const headers = {
+      ...security,
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': bytes.length,
+      ...extra,
+    };
     const closing = { ...headers, connection: 'close' };
-    const head = Object.entries(closing).map(([name, value]) => `${name}: ${value}\r\n`).join('');
-    const raw = Buffer.concat([Buffer.from(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n${head}\r\n`, 'latin1'), bytes]);
-    return Object.freeze({ status, body: bytes, headers: Object.freeze(headers), closing: Object.freeze(closing), raw });
+    const head = Object.entries(closing)
+      .map(([name, value]) => `${name}: ${value}\r\n`)
+      .join('');
+    const raw = Buffer.concat([
+      Buffer.from(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n${head}\r\n`, 'latin1'),
+      bytes,
+    ]);
+    return Object.freeze({
+      status,
+      body: bytes,
+      headers: Object.freeze(headers),
+      closing: Object.freeze(closing),
+      raw,
+    });
   };
 }
 

@@ -33,7 +33,15 @@ export function createApp(deps: AppDeps): Express {
   app.disable('x-powered-by');
   app.set('etag', false);
   if (deps.trustProxy !== undefined) app.set('trust proxy', deps.trustProxy);
-  app.use(notifyMiddleware(deps, { basePath: deps.basePath, bodyLimitBytes: deps.bodyLimitBytes, answers, sourceAllowed: deps.sourceAllowed, bodyBudget: deps.bodyBudget }));
+  app.use(
+    notifyMiddleware(deps, {
+      basePath: deps.basePath,
+      bodyLimitBytes: deps.bodyLimitBytes,
+      answers,
+      sourceAllowed: deps.sourceAllowed,
+      bodyBudget: deps.bodyBudget,
+    }),
+  );
   app.use(liveness(answers));
   app.use(notFound(answers));
   app.use(errorHandler(deps.logger, answers));

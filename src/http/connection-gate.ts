@@ -24,8 +24,12 @@ export function sourceOf(address: string | undefined): string {
   const [head = '', tail] = address.split('::', 2);
   const left = head ? head.split(':') : [];
   const right = tail === undefined ? [] : tail ? tail.split(':') : [];
-  const groups = tail === undefined ? left : [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right];
-  return `${groups.slice(0, 4).map((g) => g.toLowerCase().replace(/^0+(?=.)/, '')).join(':')}::/64`;
+  const groups =
+    tail === undefined ? left : [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right];
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.toLowerCase().replace(/^0+(?=.)/, ''))
+    .join(':')}::/64`;
 }
 
 /**
@@ -46,8 +50,17 @@ export function gateConnections(server: Server, opts: ConnectionGateOptions, log
     refused[reason]++;
     const now = Date.now();
     if (now - lastLog[reason] < LOG_INTERVAL_MS) return;
-    const text = reason === 'source_not_allowed' ? 'connections refused on arrival: source address not allowed' : 'connections refused on arrival: the source holds its share of connections';
-    logger.warn(text, { outcome: 'rejected', reason, source, maxConnectionsPerSource: opts.maxPerSource, refusedSinceLastLine: refused[reason] });
+    const text =
+      reason === 'source_not_allowed'
+        ? 'connections refused on arrival: source address not allowed'
+        : 'connections refused on arrival: the source holds its share of connections';
+    logger.warn(text, {
+      outcome: 'rejected',
+      reason,
+      source,
+      maxConnectionsPerSource: opts.maxPerSource,
+      refusedSinceLastLine: refused[reason],
+    });
     lastLog[reason] = now;
     refused[reason] = 0;
   }
@@ -56,7 +69,8 @@ export function gateConnections(server: Server, opts: ConnectionGateOptions, log
   // taken for it (the HTTP listener then finds it destroyed and only frees what it set up on close).
   server.prependListener('connection', (socket: Socket) => {
     const address = socket.remoteAddress;
-    if (opts.sourceAllowed !== undefined && !opts.sourceAllowed(address)) return refuse(socket, 'source_not_allowed', address ?? '');
+    if (opts.sourceAllowed !== undefined && !opts.sourceAllowed(address))
+      return refuse(socket, 'source_not_allowed', address ?? '');
     const source = sourceOf(address);
     const held = open.get(source) ?? 0;
     if (held >= opts.maxPerSource) return refuse(socket, 'source_connection_cap', source);

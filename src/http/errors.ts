@@ -12,7 +12,12 @@ export function notFound(answers: PublicAnswers) {
 export function errorHandler(logger: Logger, answers: PublicAnswers) {
   return (err: unknown, req: Request, res: Response, _next: NextFunction): void => {
     if (err instanceof BodyTooLargeError) {
-      logger.warn('request refused: body too large', { path: req.path, outcome: 'rejected', reason: 'body_too_large', limit: err.limit });
+      logger.warn('request refused: body too large', {
+        path: req.path,
+        outcome: 'rejected',
+        reason: 'body_too_large',
+        limit: err.limit,
+      });
       return send(res, answers.tooLarge, true); // the rest of the body stays unread
     }
     const status = (err as { status?: number }).status;

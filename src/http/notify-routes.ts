@@ -22,7 +22,10 @@ export interface NotifyOptions {
  * on the path, no per-path router layers, no body parser (the signature is over the raw bytes), and
  * prepared answers (helmet's headers included) written in one go.
  */
-export function notifyMiddleware(deps: ReceiveDeps, { basePath, bodyLimitBytes, answers, sourceAllowed, bodyBudget }: NotifyOptions) {
+export function notifyMiddleware(
+  deps: ReceiveDeps,
+  { basePath, bodyLimitBytes, answers, sourceAllowed, bodyBudget }: NotifyOptions,
+) {
   const routes = new Map<string, EventDefinition>(EVENT_TABLE.map((e) => [basePath + e.path, e]));
 
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
@@ -46,7 +49,17 @@ export function notifyMiddleware(deps: ReceiveDeps, { basePath, bodyLimitBytes, 
     const hold = bodyBudget === undefined ? undefined : new BudgetHold(bodyBudget);
     try {
       const body = await readBody(req, bodyLimitBytes, hold);
-      const result = await receiveNotification(deps, { definition, target: req.originalUrl, headers: req.headers, checked, body, startedAt, startedAtHr, source: () => req.ip, span });
+      const result = await receiveNotification(deps, {
+        definition,
+        target: req.originalUrl,
+        headers: req.headers,
+        checked,
+        body,
+        startedAt,
+        startedAtHr,
+        source: () => req.ip,
+        span,
+      });
       if (result.kind === 'acknowledged') send(res, answers.success);
       else if (result.kind === 'rejected') send(res, answers.rejected[result.class]);
       else send(res, answers.unavailable);
@@ -63,15 +76,41 @@ export function notifyMiddleware(deps: ReceiveDeps, { basePath, bodyLimitBytes, 
 }
 
 /** 503 with Retry-After, the body left unread and the connection closed: the platform retries later. */
-function refuseOverBudget(deps: ReceiveDeps, req: Request, res: Response, definition: EventDefinition, answers: PublicAnswers, err: BudgetExhaustedError): void {
+function refuseOverBudget(
+  deps: ReceiveDeps,
+  req: Request,
+  res: Response,
+  definition: EventDefinition,
+  answers: PublicAnswers,
+  err: BudgetExhaustedError,
+): void {
   deps.metrics.portRefusals.labels('body_budget').inc();
-  deps.logger.repeated('warn', 'body_budget', 'notification refused: the budget for unverified bodies is in use', { eventType: definition.type, status: 503, outcome: 'rejected', reason: 'body_budget', budgetBytes: err.budgetBytes, declaredBytes: Number(req.headers['content-length']) || undefined });
+  deps.logger.repeated('warn', 'body_budget', 'notification refused: the budget for unverified bodies is in use', {
+    eventType: definition.type,
+    status: 503,
+    outcome: 'rejected',
+    reason: 'body_budget',
+    budgetBytes: err.budgetBytes,
+    declaredBytes: Number(req.headers['content-length']) || undefined,
+  });
   send(res, answers.unavailable, true);
 }
 
-function refuseSource(deps: ReceiveDeps, req: Request, res: Response, definition: EventDefinition, answers: PublicAnswers): void {
+function refuseSource(
+  deps: ReceiveDeps,
+  req: Request,
+  res: Response,
+  definition: EventDefinition,
+  answers: PublicAnswers,
+): void {
   deps.metrics.eventType(definition.type).rejected('source_not_allowed').inc();
-  deps.logger.warn('notification refused: source address not allowed', { eventType: definition.type, outcome: 'rejected', reason: 'source_not_allowed', source: req.ip, path: req.path });
+  deps.logger.warn('notification refused: source address not allowed', {
+    eventType: definition.type,
+    outcome: 'rejected',
+    reason: 'source_not_allowed',
+    source: req.ip,
+    path: req.path,
+  });
   send(res, answers.forbidden, bodyLeftUnread(req));
 }
 

@@ -30,7 +30,12 @@ const CONNECTIONS_CHECKING_INTERVAL_MS = 250;
 const DROP_LOG_INTERVAL_MS = 10_000;
 
 /** The public port's HTTP server around the app, hardened against slow and malformed clients. Never listens. */
-export function createPublicServer(app: RequestListener, opts: PublicServerOptions, logger: Logger, metrics: Metrics): Server {
+export function createPublicServer(
+  app: RequestListener,
+  opts: PublicServerOptions,
+  logger: Logger,
+  metrics: Metrics,
+): Server {
   const answers = publicAnswers(opts.bodyLimitBytes);
   const server = createServer(
     {
@@ -60,7 +65,12 @@ export function createPublicServer(app: RequestListener, opts: PublicServerOptio
     dropped++;
     const now = Date.now();
     if (now - lastDropLog < DROP_LOG_INTERVAL_MS) return;
-    logger.warn('connections refused: at the connection cap', { outcome: 'rejected', reason: 'connection_cap', maxConnections: opts.maxConnections, refusedSinceLastLine: dropped });
+    logger.warn('connections refused: at the connection cap', {
+      outcome: 'rejected',
+      reason: 'connection_cap',
+      maxConnections: opts.maxConnections,
+      refusedSinceLastLine: dropped,
+    });
     lastDropLog = now;
     dropped = 0;
   });

@@ -35,7 +35,8 @@ export function readBody(req: IncomingMessage, limit: number, hold?: BudgetHold)
   const declared = Number(req.headers['content-length']);
   if (declared > limit) return Promise.reject(new BodyTooLargeError(limit));
   const known = Number.isSafeInteger(declared) && declared >= 0 && req.headers['transfer-encoding'] === undefined;
-  if (known && hold !== undefined && !hold.take(declared)) return Promise.reject(new BudgetExhaustedError(hold.limitBytes));
+  if (known && hold !== undefined && !hold.take(declared))
+    return Promise.reject(new BudgetExhaustedError(hold.limitBytes));
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     const whole = known && declared > 0 ? Buffer.allocUnsafe(declared) : undefined;

@@ -28,7 +28,10 @@ const NOT_FORWARDED = new Set(['host', 'connection', 'content-length', 'transfer
  * checked like the merchant's own system would check it, one line per event, optionally passed on
  * to the developer's local handler (whose status is then the answer, so retries can be tried out).
  */
-export async function startListener(opts: ListenOptions, out: (line: string) => void): Promise<{ port: number; close(): Promise<void> }> {
+export async function startListener(
+  opts: ListenOptions,
+  out: (line: string) => void,
+): Promise<{ port: number; close(): Promise<void> }> {
   const server = createServer((req, res) => {
     handle(req, res).catch((err: Error) => {
       out(`${new Date().toISOString()}  error  ${err.message}`);
@@ -38,15 +41,18 @@ export async function startListener(opts: ListenOptions, out: (line: string) => 
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const at = new Date();
-    if (req.method !== 'POST') return reply(res, 405, { error: 'method_not_allowed', message: 'POST only' }, { allow: 'POST' });
+    if (req.method !== 'POST')
+      return reply(res, 405, { error: 'method_not_allowed', message: 'POST only' }, { allow: 'POST' });
     const body = await readBody(req);
     if (body === undefined) return reply(res, 413, { error: 'too_large', message: `body over ${BODY_LIMIT} bytes` });
     const verdict = verifyForwarded(opts.secrets, body, req.headers);
     const webhookId = String(req.headers['webhook-id'] ?? '');
     if (!verdict.ok) {
-      out(opts.json
-        ? JSON.stringify({ rejected: true, status: 401, reason: verdict.reason, webhookId, path: req.url })
-        : `${at.toISOString()}  rejected 401  ${req.method} ${req.url}  webhook-id ${webhookId || '(none)'}  reason: ${verdict.reason}`);
+      out(
+        opts.json
+          ? JSON.stringify({ rejected: true, status: 401, reason: verdict.reason, webhookId, path: req.url })
+          : `${at.toISOString()}  rejected 401  ${req.method} ${req.url}  webhook-id ${webhookId || '(none)'}  reason: ${verdict.reason}`,
+      );
       return reply(res, 401, { error: 'invalid_signature', message: verdict.reason });
     }
     out(opts.json ? body.toString('utf8') : formatSummary(at, summarise(body, req.headers)));
@@ -56,18 +62,26 @@ export async function startListener(opts: ListenOptions, out: (line: string) => 
     try {
       const answer = await fetch(opts.forwardTo, {
         method: 'POST',
-        headers: Object.fromEntries(Object.entries(req.headers).filter(([name]) => !NOT_FORWARDED.has(name))) as Record<string, string>,
+        headers: Object.fromEntries(Object.entries(req.headers).filter(([name]) => !NOT_FORWARDED.has(name))) as Record<
+          string,
+          string
+        >,
         body,
         signal: AbortSignal.timeout(opts.forwardTimeoutMs ?? 10000),
       });
       const text = await answer.text();
       const ms = Math.round(performance.now() - started);
-      out(`  -> ${answer.status} from ${opts.forwardTo} in ${ms} ms${text ? `: ${text.slice(0, EXCERPT).replace(/\s+/g, ' ')}` : ''}`);
+      out(
+        `  -> ${answer.status} from ${opts.forwardTo} in ${ms} ms${text ? `: ${text.slice(0, EXCERPT).replace(/\s+/g, ' ')}` : ''}`,
+      );
       res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'text/plain' });
       res.end(text);
     } catch (err) {
       const e = err as Error & { cause?: { code?: string } };
-      const reason = e.name === 'TimeoutError' ? `no answer within ${opts.forwardTimeoutMs ?? 10000} ms` : (e.cause?.code ?? e.message);
+      const reason =
+        e.name === 'TimeoutError'
+          ? `no answer within ${opts.forwardTimeoutMs ?? 10000} ms`
+          : (e.cause?.code ?? e.message);
       out(`  -> not delivered to ${opts.forwardTo}: ${reason}`);
       reply(res, 502, { error: 'forward_failed', message: `${opts.forwardTo}: ${reason}` });
     }

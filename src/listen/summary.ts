@@ -10,7 +10,9 @@ export interface EventSummary {
 }
 
 function record(value: unknown): Record<string, unknown> | undefined {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : undefined;
 }
 
 /** The platform's `status`, at the top of its body or in its `data`. */
@@ -43,13 +45,18 @@ export function summarise(body: Buffer, headers: IncomingHttpHeaders): EventSumm
   const forwardedUri = headers['x-forwarded-uri'];
   return {
     id,
-    type: standard ? String(parsed!.type) : typeFromForwardedUri(typeof forwardedUri === 'string' ? forwardedUri : undefined),
+    type: standard
+      ? String(parsed!.type)
+      : typeFromForwardedUri(typeof forwardedUri === 'string' ? forwardedUri : undefined),
     status: statusOf(platformBody),
     requestId: requestIdsOf(platformBody)[0],
   };
 }
 
 export function formatSummary(at: Date, s: EventSummary): string {
-  const fields = [s.status !== undefined ? `status=${s.status}` : '', s.requestId !== undefined ? `request_id=${s.requestId}` : ''].filter(Boolean);
+  const fields = [
+    s.status !== undefined ? `status=${s.status}` : '',
+    s.requestId !== undefined ? `request_id=${s.requestId}` : '',
+  ].filter(Boolean);
   return [at.toISOString(), (s.type ?? '(unknown type)').padEnd(26), s.id, ...fields].join('  ');
 }

@@ -32,18 +32,31 @@ export interface LoggerOptions {
 export const BATCH_BYTES = 64 * 1024;
 
 /** JSON lines on stdout (or on the given stream, so tests can read what was logged). */
-export function createLogger(level: string, stream?: NodeJS.WritableStream, { repeatIntervalMs = DEFAULT_REPEAT_INTERVAL_MS, batched = stream === undefined }: LoggerOptions = {}): Logger {
+export function createLogger(
+  level: string,
+  stream?: NodeJS.WritableStream,
+  { repeatIntervalMs = DEFAULT_REPEAT_INTERVAL_MS, batched = stream === undefined }: LoggerOptions = {},
+): Logger {
   const out = stream ?? process.stdout;
   const write = batched ? batchedWriter(out) : (line: string) => void out.write(line);
   const logger = winston.createLogger({
     level,
     format: winston.format.combine(winston.format.timestamp(), winston.format.json()),
     // One writer for winston's lines and `record`'s, so batching keeps their order.
-    transports: [new winston.transports.Stream({ stream: new Writable({ decodeStrings: false, write: (chunk: string, _encoding, done) => (write(chunk), done()) }) })],
+    transports: [
+      new winston.transports.Stream({
+        stream: new Writable({
+          decodeStrings: false,
+          write: (chunk: string, _encoding, done) => (write(chunk), done()),
+        }),
+      }),
+    ],
   });
   const record: RecordLine = (lineLevel, message, fields) => {
     if (logger.silent || !logger.isLevelEnabled(lineLevel)) return;
-    write(`${jsonLine(Object.assign({}, fields, { level: lineLevel, message, timestamp: new Date().toISOString() }))}\n`);
+    write(
+      `${jsonLine(Object.assign({}, fields, { level: lineLevel, message, timestamp: new Date().toISOString() }))}\n`,
+    );
   };
   return Object.assign(logger, { repeated: createThrottledLog(logger, repeatIntervalMs), record });
 }
@@ -74,7 +87,10 @@ function sortedKeys(info: Record<string, unknown>): Record<string, unknown> {
   const sorted: Record<string, unknown> = {};
   for (const key of Object.keys(info).sort()) {
     const value = info[key];
-    sorted[key] = value !== null && typeof value === 'object' && !Array.isArray(value) ? sortedKeys(value as Record<string, unknown>) : value;
+    sorted[key] =
+      value !== null && typeof value === 'object' && !Array.isArray(value)
+        ? sortedKeys(value as Record<string, unknown>)
+        : value;
   }
   return sorted;
 }

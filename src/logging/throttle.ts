@@ -34,7 +34,8 @@ export function createThrottledLog(logger: winston.Logger, intervalMs: number): 
     if (!w) return;
     clearTimeout(w.timer);
     windows.delete(key);
-    if (w.repeated > 0) logger[w.level](`${w.message} (repeated)`, { ...w.meta, repeated: w.repeated, withinMs: intervalMs });
+    if (w.repeated > 0)
+      logger[w.level](`${w.message} (repeated)`, { ...w.meta, repeated: w.repeated, withinMs: intervalMs });
   }
 
   function open(key: string, level: Level, message: string, meta: Record<string, unknown>): void {

@@ -12,7 +12,10 @@ const tlsFiles = z
     keyFile: z.string().min(1).optional(),
   })
   .strict()
-  .refine((t) => (t.certFile === undefined) === (t.keyFile === undefined), { message: 'certFile and keyFile go together', path: ['keyFile'] });
+  .refine((t) => (t.certFile === undefined) === (t.keyFile === undefined), {
+    message: 'certFile and keyFile go together',
+    path: ['keyFile'],
+  });
 
 export type DestinationTls = z.infer<typeof tlsFiles>;
 
@@ -20,7 +23,11 @@ export type DestinationTls = z.infer<typeof tlsFiles>;
 const TEMPLATE_PLACEHOLDER = /\{([^}]*)\}/g;
 function onlyTypePlaceholder(value: string, ctx: z.RefinementCtx): void {
   for (const [, name] of value.matchAll(TEMPLATE_PLACEHOLDER)) {
-    if (name !== 'type') ctx.addIssue({ code: 'custom', message: `unknown placeholder {${name}}: the only one is {type}, the event type` });
+    if (name !== 'type')
+      ctx.addIssue({
+        code: 'custom',
+        message: `unknown placeholder {${name}}: the only one is {type}, the event type`,
+      });
   }
 }
 
@@ -77,10 +84,16 @@ const redisStreamDestination = z
   .strict();
 
 /** A merchant's message broker, in place of a target's `url`. */
-export const destinationSchema = z.discriminatedUnion('type', [amqpDestination, natsDestination, redisStreamDestination], {
-  error: (issue) =>
-    issue.code === 'invalid_union' ? `unknown destination type ${JSON.stringify((issue.input as { type?: unknown } | undefined)?.type)}: amqp, nats or redis-stream` : undefined,
-});
+export const destinationSchema = z.discriminatedUnion(
+  'type',
+  [amqpDestination, natsDestination, redisStreamDestination],
+  {
+    error: (issue) =>
+      issue.code === 'invalid_union'
+        ? `unknown destination type ${JSON.stringify((issue.input as { type?: unknown } | undefined)?.type)}: amqp, nats or redis-stream`
+        : undefined,
+  },
+);
 
 export type Destination = z.infer<typeof destinationSchema>;
 export type AmqpDestination = z.infer<typeof amqpDestination>;

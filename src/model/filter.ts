@@ -1,4 +1,25 @@
-import { $all, $and, $elemMatch, $eq, $exists, $gt, $gte, $in, $lt, $lte, $mod, $ne, $nin, $nor, $not, $options, $or, $size, $type, createQueryTester } from 'sift';
+import {
+  $all,
+  $and,
+  $elemMatch,
+  $eq,
+  $exists,
+  $gt,
+  $gte,
+  $in,
+  $lt,
+  $lte,
+  $mod,
+  $ne,
+  $nin,
+  $nor,
+  $not,
+  $options,
+  $or,
+  $size,
+  $type,
+  createQueryTester,
+} from 'sift';
 import { nearest } from './nearest';
 import { $linearRegex, compileLinearRegex } from './linear-regex';
 
@@ -12,7 +33,25 @@ export type FilterTest = (document: Record<string, unknown>) => boolean;
  * `$regex` runs on RE2's linear-time engine instead of JavaScript's backtracking one (see
  * linear-regex.ts), for every user of this compiler.
  */
-const FIELD_OPERATORS = { $eq, $ne, $gt, $gte, $lt, $lte, $in, $nin, $all, $exists, $regex: $linearRegex, $options, $not, $elemMatch, $size, $type, $mod };
+const FIELD_OPERATORS = {
+  $eq,
+  $ne,
+  $gt,
+  $gte,
+  $lt,
+  $lte,
+  $in,
+  $nin,
+  $all,
+  $exists,
+  $regex: $linearRegex,
+  $options,
+  $not,
+  $elemMatch,
+  $size,
+  $type,
+  $mod,
+};
 const LOGICAL_OPERATORS = { $and, $or, $nor };
 const OPERATIONS = { ...FIELD_OPERATORS, ...LOGICAL_OPERATORS };
 const FIELD_NAMES = Object.keys(FIELD_OPERATORS);
@@ -29,7 +68,11 @@ function isMapping(v: unknown): v is Record<string, unknown> {
 /** `$or[0]."data.currency"`: a place in the filter, keys with dots quoted, as the operator wrote them. */
 function where(at: Segment[]): string {
   if (at.length === 0) return '(top level)';
-  return at.map((s, i) => (typeof s === 'number' ? `[${s}]` : `${i > 0 ? '.' : ''}${/^[\w$-]+$/.test(s) ? s : JSON.stringify(s)}`)).join('');
+  return at
+    .map((s, i) =>
+      typeof s === 'number' ? `[${s}]` : `${i > 0 ? '.' : ''}${/^[\w$-]+$/.test(s) ? s : JSON.stringify(s)}`,
+    )
+    .join('');
 }
 
 function problem(at: Segment[], text: string): string[] {
@@ -37,9 +80,12 @@ function problem(at: Segment[], text: string): string[] {
 }
 
 function unknownOperator(op: string, valid: string[], at: Segment[]): string[] {
-  if (op === '$where') return problem(at, '$where is not supported: it would run the configuration\'s text as code');
+  if (op === '$where') return problem(at, "$where is not supported: it would run the configuration's text as code");
   const suggestion = nearest(op, valid);
-  return problem(at, `unknown operator ${op}${suggestion ? `; did you mean ${suggestion}?` : ''} Valid here: ${valid.join(', ')}`);
+  return problem(
+    at,
+    `unknown operator ${op}${suggestion ? `; did you mean ${suggestion}?` : ''} Valid here: ${valid.join(', ')}`,
+  );
 }
 
 /** An exact-match value holding `$` keys is compared literally, so it never matches what its author meant. */
@@ -47,7 +93,11 @@ function literalProblems(value: unknown, at: Segment[]): string[] {
   if (Array.isArray(value)) return value.flatMap((v, i) => literalProblems(v, [...at, i]));
   if (!isMapping(value)) return [];
   const op = Object.keys(value).find((k) => k.startsWith('$'));
-  if (op) return problem(at, `${op} inside a value that is compared as a whole would never apply; for a nested field use a dotted path, e.g. "data.currency": { $in: [USD] }`);
+  if (op)
+    return problem(
+      at,
+      `${op} inside a value that is compared as a whole would never apply; for a nested field use a dotted path, e.g. "data.currency": { $in: [USD] }`,
+    );
   return Object.entries(value).flatMap(([k, v]) => literalProblems(v, [...at, k]));
 }
 
@@ -55,7 +105,8 @@ function queryProblems(query: unknown, at: Segment[]): string[] {
   if (!isMapping(query)) return problem(at, 'must be a mapping of fields to conditions');
   return Object.entries(query).flatMap(([key, value]) => {
     if (!key.startsWith('$')) return conditionProblems(value, [...at, key]);
-    if (FIELD_NAMES.includes(key)) return problem(at, `${key} needs a field before it, e.g. "data.status": { ${key}: … }`);
+    if (FIELD_NAMES.includes(key))
+      return problem(at, `${key} needs a field before it, e.g. "data.status": { ${key}: … }`);
     if (!LOGICAL_NAMES.includes(key)) return unknownOperator(key, LOGICAL_NAMES, at);
     if (!Array.isArray(value) || value.length === 0) return problem(at, `${key} takes a non-empty list of conditions`);
     return value.flatMap((q, i) => queryProblems(q, [...at, key, i]));
@@ -64,9 +115,14 @@ function queryProblems(query: unknown, at: Segment[]): string[] {
 
 /** A field's condition: a value to equal, or a mapping of operators. */
 function conditionProblems(condition: unknown, at: Segment[]): string[] {
-  if (!isMapping(condition) || !Object.keys(condition).some((k) => k.startsWith('$'))) return literalProblems(condition, at);
+  if (!isMapping(condition) || !Object.keys(condition).some((k) => k.startsWith('$')))
+    return literalProblems(condition, at);
   const fields = Object.keys(condition).filter((k) => !k.startsWith('$'));
-  if (fields.length) return problem(at, `mixes operators with field names (${fields.join(', ')}); give either operators or a whole value`);
+  if (fields.length)
+    return problem(
+      at,
+      `mixes operators with field names (${fields.join(', ')}); give either operators or a whole value`,
+    );
   return Object.entries(condition).flatMap(([op, arg]) => operatorProblems(op, arg, condition, at));
 }
 
@@ -92,7 +148,9 @@ function operatorProblems(op: string, arg: unknown, siblings: Record<string, unk
     case '$type':
       return typeof arg === 'string' && TYPE_NAMES.includes(arg) ? [] : fail(`one of ${TYPE_NAMES.join(', ')}`);
     case '$mod':
-      return Array.isArray(arg) && arg.length === 2 && arg.every((n) => typeof n === 'number') && arg[0] !== 0 ? [] : fail('[divisor, remainder] with a non-zero divisor');
+      return Array.isArray(arg) && arg.length === 2 && arg.every((n) => typeof n === 'number') && arg[0] !== 0
+        ? []
+        : fail('[divisor, remainder] with a non-zero divisor');
     case '$options':
       return '$regex' in siblings && typeof arg === 'string' ? [] : fail('a string of flags, beside $regex');
     case '$regex':
@@ -104,9 +162,11 @@ function operatorProblems(op: string, arg: unknown, siblings: Record<string, unk
         return problem(at, (err as Error).message);
       }
     case '$not':
-      return isMapping(arg) && Object.keys(arg).length > 0 && Object.keys(arg).every((k) => k.startsWith('$')) ? conditionProblems(arg, at) : fail('a mapping of operators');
+      return isMapping(arg) && Object.keys(arg).length > 0 && Object.keys(arg).every((k) => k.startsWith('$'))
+        ? conditionProblems(arg, at)
+        : fail('a mapping of operators');
     case '$elemMatch':
-      if (!isMapping(arg)) return fail('a mapping: conditions on the list\'s items');
+      if (!isMapping(arg)) return fail("a mapping: conditions on the list's items");
       return Object.keys(arg).every((k) => k.startsWith('$')) ? conditionProblems(arg, at) : queryProblems(arg, at);
     default:
       return unknownOperator(op, FIELD_NAMES, at);

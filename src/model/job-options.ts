@@ -28,7 +28,11 @@ export function eventJobOptions(retention: Retention): JobsOptions {
  * delivery; the target's own attempts and backoff (the `target` backoff type); dead letters (failed
  * jobs) stay until an operator replays or removes them.
  */
-export function deliveryJobOptions(eventId: string, target: Target, retention: Retention): JobsOptions & { jobId: string } {
+export function deliveryJobOptions(
+  eventId: string,
+  target: Target,
+  retention: Retention,
+): JobsOptions & { jobId: string } {
   return {
     jobId: eventId,
     attempts: target.maxAttempts,

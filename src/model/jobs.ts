@@ -16,7 +16,18 @@ export interface SeriesStart {
 
 /** What kind of failure an attempt met, in words an operator can act on. */
 /** How an attempt failed; `unroutable`, `no_stream` and `broker` are a message broker's refusals, `transform_error` the target's transform's. */
-export type ErrorClass = 'http_status' | 'timeout' | 'connection_refused' | 'connection_reset' | 'dns' | 'tls' | 'network' | 'unroutable' | 'no_stream' | 'broker' | 'transform_error';
+export type ErrorClass =
+  | 'http_status'
+  | 'timeout'
+  | 'connection_refused'
+  | 'connection_reset'
+  | 'dns'
+  | 'tls'
+  | 'network'
+  | 'unroutable'
+  | 'no_stream'
+  | 'broker'
+  | 'transform_error';
 
 interface ReceivedNotification {
   /** Deterministic: the same event type and body always give the same id. */
@@ -79,7 +90,18 @@ export interface FanoutResult {
 /** What a delivery job copies of its event. */
 export type DeliveryFields = Pick<
   EventJob,
-  'eventId' | 'eventType' | 'receivedAt' | 'path' | 'rawBody' | 'rawBodyEncoding' | 'contentType' | 'signatureHeaders' | 'merchantId' | 'environment' | 'corrected' | 'trace'
+  | 'eventId'
+  | 'eventType'
+  | 'receivedAt'
+  | 'path'
+  | 'rawBody'
+  | 'rawBodyEncoding'
+  | 'contentType'
+  | 'signatureHeaders'
+  | 'merchantId'
+  | 'environment'
+  | 'corrected'
+  | 'trace'
 >;
 
 /**
@@ -156,9 +178,39 @@ export function eventJob(received: Received, payload: unknown): EventJob {
  * in a fixed order, so every writer stores the same JSON for the same delivery. Planned by
  * routing/plan.ts, which decides `filtered` and `orderKey`.
  */
-export function toDeliveryJob(event: DeliveryFields, target: string, filtered: readonly string[] = [], orderKey?: string): DeliveryJob {
-  const { eventId, eventType, receivedAt, path, rawBody, rawBodyEncoding, contentType, signatureHeaders, merchantId, environment, corrected, trace } = event;
-  const job: DeliveryJob = { eventId, eventType, receivedAt, path, rawBody, rawBodyEncoding, contentType, signatureHeaders, merchantId, environment, target };
+export function toDeliveryJob(
+  event: DeliveryFields,
+  target: string,
+  filtered: readonly string[] = [],
+  orderKey?: string,
+): DeliveryJob {
+  const {
+    eventId,
+    eventType,
+    receivedAt,
+    path,
+    rawBody,
+    rawBodyEncoding,
+    contentType,
+    signatureHeaders,
+    merchantId,
+    environment,
+    corrected,
+    trace,
+  } = event;
+  const job: DeliveryJob = {
+    eventId,
+    eventType,
+    receivedAt,
+    path,
+    rawBody,
+    rawBodyEncoding,
+    contentType,
+    signatureHeaders,
+    merchantId,
+    environment,
+    target,
+  };
   if (corrected) job.corrected = true;
   if (trace !== undefined) job.trace = trace;
   if (filtered.length > 0) job.filtered = [...filtered];

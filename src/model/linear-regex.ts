@@ -24,7 +24,9 @@ export function compileLinearRegex(pattern: string, options?: string): (value: s
   try {
     re = RE2JS.compile(pattern, flags);
   } catch (err) {
-    throw new Error(`$regex ${JSON.stringify(pattern)} is refused: ${(err as Error).message} (filters use RE2 syntax, which runs in linear time: no backreferences or lookaround)`);
+    throw new Error(
+      `$regex ${JSON.stringify(pattern)} is refused: ${(err as Error).message} (filters use RE2 syntax, which runs in linear time: no backreferences or lookaround)`,
+    );
   }
   return (value) => re.test(value);
 }

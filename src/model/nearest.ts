@@ -17,7 +17,11 @@ export function editDistance(a: string, b: string): number {
  * is close enough to be a likely typo: by default at most a third of the word's length apart (and at
  * least 2).
  */
-export function nearest(word: string, candidates: Iterable<string>, limit = Math.max(2, Math.floor(word.length / 3))): string | undefined {
+export function nearest(
+  word: string,
+  candidates: Iterable<string>,
+  limit = Math.max(2, Math.floor(word.length / 3)),
+): string | undefined {
   const fold = (s: string) => s.toLowerCase().replace(/[_-]/g, '');
   let best: { name: string; distance: number } | undefined;
   for (const name of candidates) {

@@ -21,14 +21,21 @@ const webhookSecret = z.string().regex(/^whsec_[A-Za-z0-9+/=]+$/, 'must be whsec
 /** HTTP field names are tokens (RFC 9110 5.1); named in the problem's path, which a key schema would not do. */
 function headerNames(headers: Record<string, string>, ctx: z.RefinementCtx): void {
   for (const name of Object.keys(headers)) {
-    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) ctx.addIssue({ code: 'custom', path: [name], message: "a header name is letters, digits and !#$%&'*+.^_`|~- only" });
+    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name))
+      ctx.addIssue({
+        code: 'custom',
+        path: [name],
+        message: "a header name is letters, digits and !#$%&'*+.^_`|~- only",
+      });
   }
 }
 /**
  * A field value without control characters (RFC 9110 5.5; tab allowed): CR/LF would split the request
  * and NUL is refused by the HTTP client, so every delivery would fail and be dead-lettered.
  */
-const headerValue = z.string().regex(/^[\t\x20-\x7e\xa0-\uffff]*$/, 'a header value may not hold CR, LF, NUL or other control characters');
+const headerValue = z
+  .string()
+  .regex(/^[\t\x20-\x7e\xa0-\uffff]*$/, 'a header value may not hold CR, LF, NUL or other control characters');
 
 const targetFields = z.object({
   /** Names the target in queues, metrics and logs. */
@@ -43,7 +50,10 @@ const targetFields = z.object({
    * The platform environments whose events it takes (see `environments`). @defaultValue the only
    * environment; with several, `production` alone
    */
-  environments: z.array(z.string().regex(/^[a-z0-9_-]{1,40}$/, 'an environment name')).min(1).optional(),
+  environments: z
+    .array(z.string().regex(/^[a-z0-9_-]{1,40}$/, 'an environment name'))
+    .min(1)
+    .optional(),
   /**
    * A Standard Webhooks secret (`whsec_…`), or several during a rotation (`[whsec_new, whsec_old]`):
    * forwarded requests then carry one `v1,` signature per secret in `webhook-signature`, so the
@@ -75,7 +85,11 @@ const targetFields = z.object({
    * `merchantId` (the `X-Merch-Id` header) at the top level, e.g.
    * `{ "data.currency": { $in: [USD, EUR] }, merchantId: SUB-42 }`. @defaultValue every event of its types
    */
-  filter: z.record(z.string(), z.unknown(), { error: 'must be a mapping of fields to conditions, e.g. { "data.currency": { $in: [USD, EUR] } }' }).optional(),
+  filter: z
+    .record(z.string(), z.unknown(), {
+      error: 'must be a mapping of fields to conditions, e.g. { "data.currency": { $in: [USD, EUR] } }',
+    })
+    .optional(),
   /**
    * Ordered delivery: deliveries whose `key` values are equal go one at a time, in receipt order.
    * `key` is a dotted path into the platform's body (`data.request_id`) or `merchantId` (the
@@ -91,7 +105,12 @@ const targetFields = z.object({
   transformTimeoutMs: z.number().int().min(1).max(1000).optional(),
   order: z
     .object({
-      key: z.string().regex(/^[A-Za-z0-9_$-]+(\.[A-Za-z0-9_$-]+)*$/, 'a dotted path into the body, e.g. data.request_id, or merchantId'),
+      key: z
+        .string()
+        .regex(
+          /^[A-Za-z0-9_$-]+(\.[A-Za-z0-9_$-]+)*$/,
+          'a dotted path into the body, e.g. data.request_id, or merchantId',
+        ),
       onDeadLetter: z.enum(['block', 'skip']).default('block'),
     })
     .optional(),
@@ -128,7 +147,11 @@ export const targetSchema = targetFields.superRefine((t, ctx) => {
     }
   }
   if (t.transform !== undefined && t.format === 'passthrough') {
-    ctx.addIssue({ code: 'custom', path: ['transform'], message: `target "${t.name}": a transform replaces the body, so it takes format: standard (passthrough sends the platform's bytes unchanged)` });
+    ctx.addIssue({
+      code: 'custom',
+      path: ['transform'],
+      message: `target "${t.name}": a transform replaces the body, so it takes format: standard (passthrough sends the platform's bytes unchanged)`,
+    });
   }
   for (const problem of t.filter ? filterProblems(t.filter) : []) {
     ctx.addIssue({ code: 'custom', path: ['filter'], message: `target "${t.name}": ${problem}` });

@@ -1,4 +1,11 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics, type LabelValues, type RegistryContentType } from 'prom-client';
+import {
+  Counter,
+  Histogram,
+  Registry,
+  collectDefaultMetrics,
+  type LabelValues,
+  type RegistryContentType,
+} from 'prom-client';
 import { EVENT_TYPES, type EventType } from '../model/event-table';
 import type { PipelineObserver } from '../pipeline/producer';
 import type { Logger } from '../logging/logger';
@@ -7,12 +14,21 @@ import type { Logger } from '../logging/logger';
  * `conflict`: a copy of a known event under another `X-Merch-Id`; `not_accepted`: its environment's
  * acceptance rule left it out. Both are acknowledged and forwarded nowhere.
  */
-export type NotificationOutcome = 'accepted' | 'replay' | 'duplicate' | 'rejected' | 'quarantined' | 'unavailable' | 'conflict' | 'not_accepted';
+export type NotificationOutcome =
+  'accepted' | 'replay' | 'duplicate' | 'rejected' | 'quarantined' | 'unavailable' | 'conflict' | 'not_accepted';
 
 /** The outcomes of a verified notification, which belongs to the environment whose key verified it. */
 export type VerifiedOutcome = Exclude<NotificationOutcome, 'rejected'>;
 
-const VERIFIED_OUTCOMES: readonly VerifiedOutcome[] = ['accepted', 'replay', 'duplicate', 'quarantined', 'unavailable', 'conflict', 'not_accepted'];
+const VERIFIED_OUTCOMES: readonly VerifiedOutcome[] = [
+  'accepted',
+  'replay',
+  'duplicate',
+  'quarantined',
+  'unavailable',
+  'conflict',
+  'not_accepted',
+];
 
 interface OutcomeSeries {
   count: Counter.Internal;
@@ -54,7 +70,11 @@ export interface TargetSeries {
  * metrics`) refuses a gauge ending in `_total`. Each is the sum of a gauge kept beside it
  * (`nodejs_active_handles` by `type`, …), so nothing is lost without them.
  */
-const DEFAULT_GAUGES_NAMED_LIKE_COUNTERS = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
+const DEFAULT_GAUGES_NAMED_LIKE_COUNTERS = [
+  'nodejs_active_handles_total',
+  'nodejs_active_requests_total',
+  'nodejs_active_resources_total',
+];
 
 export interface MetricsOptions {
   /**
@@ -69,7 +89,11 @@ export interface MetricsOptions {
  * The receiver's Prometheus series. Label values come from the event table and fixed enums, never
  * from request data, so a caller cannot grow the series count.
  */
-export function createMetrics(registry = new Registry(), withDefaults = true, { exemplars = false }: MetricsOptions = {}) {
+export function createMetrics(
+  registry = new Registry(),
+  withDefaults = true,
+  { exemplars = false }: MetricsOptions = {},
+) {
   // The admin port answers in the registry's content type, whichever it is.
   if (exemplars) (registry as Registry<RegistryContentType>).setContentType(Registry.OPENMETRICS_CONTENT_TYPE);
   if (withDefaults) {
@@ -104,7 +128,7 @@ export function createMetrics(registry = new Registry(), withDefaults = true, { 
   });
   const deliveries = new Counter({
     name: 'webhook_deliveries_total',
-    help: 'Delivery attempts to targets, by target and outcome (delivered, retry, dead_lettered, dropped by the target\'s transform)',
+    help: "Delivery attempts to targets, by target and outcome (delivered, retry, dead_lettered, dropped by the target's transform)",
     labelNames: ['target', 'event_type', 'outcome'] as const,
     registers: [registry],
   });
@@ -161,7 +185,10 @@ export function createMetrics(registry = new Registry(), withDefaults = true, { 
   const environmentSeries = (type: EventType, environment: string): EnvironmentSeries => {
     const quarantines = new Map<string, Counter.Internal>();
     const outcome = Object.fromEntries(
-      VERIFIED_OUTCOMES.map((o) => [o, { count: notifications.labels(type, o, '', environment), latency: ackLatency.labels(type, o) }]),
+      VERIFIED_OUTCOMES.map((o) => [
+        o,
+        { count: notifications.labels(type, o, '', environment), latency: ackLatency.labels(type, o) },
+      ]),
     ) as Record<VerifiedOutcome, OutcomeSeries>;
     // Zero-initialised so dashboards show every event type of every environment from the start.
     outcome.accepted.count.inc(0);
@@ -242,12 +269,18 @@ export function createMetrics(registry = new Registry(), withDefaults = true, { 
      * exemplars are on (the untraced path observes through its resolved series instead).
      */
     observeAck(eventType: EventType, outcome: NotificationOutcome, seconds: number, traceId: string): void {
-      if (exemplars) ackLatency.observe({ labels: { event_type: eventType, outcome }, value: seconds, exemplarLabels: exemplarOf(traceId) });
+      if (exemplars)
+        ackLatency.observe({
+          labels: { event_type: eventType, outcome },
+          value: seconds,
+          exemplarLabels: exemplarOf(traceId),
+        });
       else ackLatency.labels(eventType, outcome).observe(seconds);
     },
     /** A traced delivery's receipt-to-delivery latency, with its trace id as the exemplar when exemplars are on. */
     observeDelivery(target: string, seconds: number, traceId: string): void {
-      if (exemplars) deliveryLatency.observe({ labels: { target }, value: seconds, exemplarLabels: exemplarOf(traceId) });
+      if (exemplars)
+        deliveryLatency.observe({ labels: { target }, value: seconds, exemplarLabels: exemplarOf(traceId) });
       else deliveryLatency.labels(target).observe(seconds);
     },
     /** Resolves (and zero-initialises) every event type's series of these environments, so each shows from the start. */
@@ -275,17 +308,28 @@ function exemplarOf<T extends string>(traceId: string): LabelValues<T> {
  * ordered deliveries whose dead letter was skipped (webhook_ordering_skipped_total) or blocks its
  * key, and jobs the event lookup cannot read.
  */
-export function ingestObserver(metrics: Pick<Metrics, 'filtered' | 'orderingSkips'>, logger?: Pick<Logger, 'warn' | 'repeated'>): PipelineObserver {
+export function ingestObserver(
+  metrics: Pick<Metrics, 'filtered' | 'orderingSkips'>,
+  logger?: Pick<Logger, 'warn' | 'repeated'>,
+): PipelineObserver {
   return {
     filtered: (target) => metrics.filtered.labels(target).inc(),
     orderSkipped(target, key, eventId) {
       metrics.orderingSkips.labels(target).inc();
-      logger?.warn('ordered delivery skipped a dead letter: later deliveries of its key go on', { target, orderKey: key, eventId });
+      logger?.warn('ordered delivery skipped a dead letter: later deliveries of its key go on', {
+        target,
+        orderKey: key,
+        eventId,
+      });
     },
     orderBlocked(target, key, eventId) {
-      logger?.warn('ordered delivery blocked: a dead letter holds back later deliveries of its key until it is replayed, discarded or released', { target, orderKey: key, eventId });
+      logger?.warn(
+        'ordered delivery blocked: a dead letter holds back later deliveries of its key until it is replayed, discarded or released',
+        { target, orderKey: key, eventId },
+      );
     },
     // Throttled: the console's event page refreshes itself.
-    unreadableJob: ({ queue, id, reason }) => logger?.repeated('warn', `unreadable job:${queue}:${id}`, 'job unreadable', { queue, jobId: id, reason }),
+    unreadableJob: ({ queue, id, reason }) =>
+      logger?.repeated('warn', `unreadable job:${queue}:${id}`, 'job unreadable', { queue, jobId: id, reason }),
   };
 }

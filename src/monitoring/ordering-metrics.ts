@@ -6,7 +6,10 @@ import type { QueueRegistry } from '../pipeline/queue-registry';
  * letter holds back (`onDeadLetter: block`), and how long the oldest has been held (0 when none).
  * Every process reads the same Redis, so every process reports the same values.
  */
-export function registerOrderingMetrics(registry: Registry, pipeline: Pick<QueueRegistry, 'targets' | 'ordering'>): void {
+export function registerOrderingMetrics(
+  registry: Registry,
+  pipeline: Pick<QueueRegistry, 'targets' | 'ordering'>,
+): void {
   const lastCollect = { at: 0, promise: Promise.resolve() };
   // Both gauges come from one read per ordered target, shared by the two collect callbacks of a scrape.
   const collect = (): Promise<void> => {
@@ -23,7 +26,9 @@ export function registerOrderingMetrics(registry: Registry, pipeline: Pick<Queue
           const now = Date.now();
           for (const { target, summary } of summaries) {
             blockedKeys.labels(target).set(summary.count);
-            oldestBlocked.labels(target).set(summary.oldestMs === undefined ? 0 : Math.max(0, now - summary.oldestMs) / 1000);
+            oldestBlocked
+              .labels(target)
+              .set(summary.oldestMs === undefined ? 0 : Math.max(0, now - summary.oldestMs) / 1000);
           }
         },
         () => undefined, // Redis down: keep the last values; webhook_redis_up says why

@@ -9,7 +9,11 @@ import type { RedisDurability } from './redis-durability';
  * Gauges read from Redis at scrape time: queue depth by queue and state, the age of the oldest
  * waiting job, whether Redis is connected, and durability risks found at start.
  */
-export function registerQueueMetrics(registry: Registry, pipeline: Pick<QueueRegistry, 'allQueues' | 'redis'>, logger: Pick<Logger, 'repeated'>) {
+export function registerQueueMetrics(
+  registry: Registry,
+  pipeline: Pick<QueueRegistry, 'allQueues' | 'redis'>,
+  logger: Pick<Logger, 'repeated'>,
+) {
   const redis: RedisClient = pipeline.redis;
   const lastCollect = { at: 0, promise: Promise.resolve() };
   // Both gauges come from one read of every queue, shared by the two collect callbacks of a scrape.

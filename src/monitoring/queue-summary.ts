@@ -30,8 +30,19 @@ async function oldestWaitingAt(queues: Queues, queue: Queue, log: Log): Promise<
   // All absent: the job left the queue between the two reads.
   if (timestamp == null && data == null && opts == null) return undefined;
   const at = Number(timestamp);
-  const reason = [notJson('data', data), notJson('opts', opts), at > 0 ? undefined : `its timestamp is ${timestamp == null ? 'missing' : `not a time: ${timestamp}`}`].filter(Boolean).join('; ');
-  if (reason) log.repeated('warn', `unreadable oldest waiting job:${queue.name}:${id}`, 'oldest waiting job unreadable', { queue: queue.name, jobId: id, reason });
+  const reason = [
+    notJson('data', data),
+    notJson('opts', opts),
+    at > 0 ? undefined : `its timestamp is ${timestamp == null ? 'missing' : `not a time: ${timestamp}`}`,
+  ]
+    .filter(Boolean)
+    .join('; ');
+  if (reason)
+    log.repeated('warn', `unreadable oldest waiting job:${queue.name}:${id}`, 'oldest waiting job unreadable', {
+      queue: queue.name,
+      jobId: id,
+      reason,
+    });
   return at > 0 ? at : undefined;
 }
 
@@ -46,7 +57,11 @@ function notJson(field: string, text: string | null | undefined): string | undef
 }
 
 export async function summariseQueue(queues: Queues, queue: Queue, log: Log, now = Date.now()): Promise<QueueSummary> {
-  const [counts, paused, oldestAt] = await Promise.all([queue.getJobCounts(...JOB_STATES), queue.isPaused(), oldestWaitingAt(queues, queue, log)]);
+  const [counts, paused, oldestAt] = await Promise.all([
+    queue.getJobCounts(...JOB_STATES),
+    queue.isPaused(),
+    oldestWaitingAt(queues, queue, log),
+  ]);
   return {
     queue: queue.name,
     counts: counts as QueueSummary['counts'],

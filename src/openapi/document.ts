@@ -1,7 +1,13 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { projectRoot } from '../config/project-root';
-import { notifyPaths, notifyResponses, responseName, signatureParameters, type NotifyDocumentOptions } from './notify-operations';
+import {
+  notifyPaths,
+  notifyResponses,
+  responseName,
+  signatureParameters,
+  type NotifyDocumentOptions,
+} from './notify-operations';
 import { forwardedWebhooks, WEBHOOK_PARAMETERS } from './webhooks';
 
 /** The committed copy, for the default configuration; `npm run openapi` writes it. */
@@ -19,7 +25,12 @@ export const DEFAULT_DOCUMENT_OPTIONS: NotifyDocumentOptions = { headerPrefix: '
  * the zod schemas, never written by hand.
  */
 export function buildOpenApiDocument(opts: NotifyDocumentOptions = DEFAULT_DOCUMENT_OPTIONS): Record<string, unknown> {
-  const pkg = JSON.parse(readFileSync(path.join(projectRoot(), 'package.json'), 'utf8')) as { name: string; version: string; description: string; license: string };
+  const pkg = JSON.parse(readFileSync(path.join(projectRoot(), 'package.json'), 'utf8')) as {
+    name: string;
+    version: string;
+    description: string;
+    license: string;
+  };
   const signature = signatureParameters(opts.headerPrefix);
   return {
     openapi: '3.1.0',
@@ -33,7 +44,10 @@ export function buildOpenApiDocument(opts: NotifyDocumentOptions = DEFAULT_DOCUM
     ],
     tags: [
       { name: 'notifications', description: 'What the platform POSTs to the public port.' },
-      { name: 'forwarded events', description: 'What the service POSTs to the merchant\'s systems (Standard Webhooks).' },
+      {
+        name: 'forwarded events',
+        description: "What the service POSTs to the merchant's systems (Standard Webhooks).",
+      },
     ],
     paths: notifyPaths(opts, Object.keys(signature)),
     webhooks: forwardedWebhooks(),
@@ -45,7 +59,9 @@ export function buildOpenApiDocument(opts: NotifyDocumentOptions = DEFAULT_DOCUM
           properties: { ret_code: { type: 'string', pattern: '^\\d{6}$' }, ret_msg: { type: 'string' } },
         },
       },
-      responses: Object.fromEntries(Object.entries(notifyResponses()).map(([status, response]) => [responseName(status), response])),
+      responses: Object.fromEntries(
+        Object.entries(notifyResponses()).map(([status, response]) => [responseName(status), response]),
+      ),
       parameters: { ...signature, ...WEBHOOK_PARAMETERS },
       securitySchemes: {
         platformSignature: {
@@ -58,13 +74,15 @@ export function buildOpenApiDocument(opts: NotifyDocumentOptions = DEFAULT_DOCUM
           type: 'apiKey',
           in: 'header',
           name: 'signature',
-          description: 'The legacy v1.2 scheme (with `type: RSA256`, `version: v1.2`), when enabled: SHA256withRSA over `merchantId=<id>&timestamp=<body.timestamp>&requestBody=<raw body>`.',
+          description:
+            'The legacy v1.2 scheme (with `type: RSA256`, `version: v1.2`), when enabled: SHA256withRSA over `merchantId=<id>&timestamp=<body.timestamp>&requestBody=<raw body>`.',
         },
         webhookSignature: {
           type: 'apiKey',
           in: 'header',
           name: 'webhook-signature',
-          description: 'Standard Webhooks: `v1,<Base64 HMAC-SHA256>` of `<webhook-id>.<webhook-timestamp>.<body>` with the target\'s secret, one per secret.',
+          description:
+            "Standard Webhooks: `v1,<Base64 HMAC-SHA256>` of `<webhook-id>.<webhook-timestamp>.<body>` with the target's secret, one per secret.",
         },
       },
     },

@@ -18,7 +18,8 @@ const MEANING: Record<keyof typeof RET_CODES, string> = {
   expectationFailed: 'an `Expect` header other than `100-continue`',
   headersTooLarge: 'the request headers are over 16 KiB',
   badRequest: 'the request could not be read, or an HTTP/1.1 request has no `Host`',
-  unavailable: 'not stored: Redis did not confirm the notification in time, or the budget for bodies not yet verified was in use; nothing was acknowledged; retry (`Retry-After: 5`)',
+  unavailable:
+    'not stored: Redis did not confirm the notification in time, or the budget for bodies not yet verified was in use; nothing was acknowledged; retry (`Retry-After: 5`)',
   internal: 'unexpected error; no stack trace is returned',
 };
 
@@ -36,7 +37,8 @@ export function notifyResponses(): Record<string, unknown> {
   }
   const responses: Record<string, unknown> = {
     '200': {
-      description: 'Stored (or already stored: a replay or a duplicate: not queued again, and counted in the admin event view\'s `copies` when it carries the same event), or verified but unusable and quarantined. Only a 200 means the platform may stop retrying.',
+      description:
+        "Stored (or already stored: a replay or a duplicate: not queued again, and counted in the admin event view's `copies` when it carries the same event), or verified but unusable and quarantined. Only a 200 means the platform may stop retrying.",
       content: { 'application/json': { schema: envelopeWith([SUCCESS.ret_code]), example: SUCCESS } },
     },
   };
@@ -65,17 +67,47 @@ export interface NotifyDocumentOptions {
 
 /** The signature headers of both schemes, as reusable parameters. */
 export function signatureParameters(prefix: string): Record<string, unknown> {
-  const header = (name: string, description: string, schema: JsonSchema) => ({ name, in: 'header', required: false, description, schema });
+  const header = (name: string, description: string, schema: JsonSchema) => ({
+    name,
+    in: 'header',
+    required: false,
+    description,
+    schema,
+  });
   return {
-    timestamp: header(`${prefix}-timestamp`, 'Current scheme (required there): milliseconds since the epoch, within the tolerance of now.', { type: 'string', pattern: '^\\d{1,13}$' }),
-    nonce: header(`${prefix}-nonce`, 'Current scheme (required there): unique per request; a nonce seen before is a replay.', { type: 'string', minLength: 10, maxLength: 100 }),
-    sign: header(`${prefix}-sign`, 'Current scheme (required there): URL-encoded Base64 SHA256withRSA over `POST\\n<target>\\n<timestamp>\\n<nonce>\\n<body>\\n`.', { type: 'string', maxLength: 500 }),
+    timestamp: header(
+      `${prefix}-timestamp`,
+      'Current scheme (required there): milliseconds since the epoch, within the tolerance of now.',
+      { type: 'string', pattern: '^\\d{1,13}$' },
+    ),
+    nonce: header(
+      `${prefix}-nonce`,
+      'Current scheme (required there): unique per request; a nonce seen before is a replay.',
+      { type: 'string', minLength: 10, maxLength: 100 },
+    ),
+    sign: header(
+      `${prefix}-sign`,
+      'Current scheme (required there): URL-encoded Base64 SHA256withRSA over `POST\\n<target>\\n<timestamp>\\n<nonce>\\n<body>\\n`.',
+      { type: 'string', maxLength: 500 },
+    ),
     signAlg: header(`${prefix}-sign-alg`, 'Current scheme, optional.', { type: 'string', const: 'SHA256_WITH_RSA' }),
-    appId: header(`${prefix}-appid`, 'Current scheme, optional; when the receiver has an app id configured it must match.', { type: 'string', minLength: 1, maxLength: 64 }),
-    legacySignature: header('signature', 'Legacy v1.2 scheme (when enabled): Base64 SHA256withRSA over `merchantId=…&timestamp=…&requestBody=…`.', { type: 'string', maxLength: 500 }),
+    appId: header(
+      `${prefix}-appid`,
+      'Current scheme, optional; when the receiver has an app id configured it must match.',
+      { type: 'string', minLength: 1, maxLength: 64 },
+    ),
+    legacySignature: header(
+      'signature',
+      'Legacy v1.2 scheme (when enabled): Base64 SHA256withRSA over `merchantId=…&timestamp=…&requestBody=…`.',
+      { type: 'string', maxLength: 500 },
+    ),
     legacyType: header('type', 'Legacy v1.2 scheme.', { type: 'string', const: 'RSA256' }),
     legacyVersion: header('version', 'Legacy v1.2 scheme.', { type: 'string', const: 'v1.2' }),
-    merchId: header('X-Merch-Id', 'Sub-merchant, for partner accounts. Not covered by the signature: routing information, not proof.', { type: 'string' }),
+    merchId: header(
+      'X-Merch-Id',
+      'Sub-merchant, for partner accounts. Not covered by the signature: routing information, not proof.',
+      { type: 'string' },
+    ),
   };
 }
 
@@ -98,11 +130,18 @@ function notifyOperation(e: EventDefinition, parameterNames: string[]): Record<s
     parameters: parameterNames.map((name) => ({ $ref: `#/components/parameters/${name}` })),
     requestBody: { required: true, content: { 'application/json': { schema: jsonSchemaOf(e.schema) } } },
     // One set of answers shared by the seven operations, in components.responses.
-    responses: Object.fromEntries(Object.keys(notifyResponses()).map((status) => [status, { $ref: `#/components/responses/${responseName(status)}` }])),
+    responses: Object.fromEntries(
+      Object.keys(notifyResponses()).map((status) => [
+        status,
+        { $ref: `#/components/responses/${responseName(status)}` },
+      ]),
+    ),
   };
 }
 
 /** `paths`: the seven notify operations, from the event table. */
 export function notifyPaths(opts: NotifyDocumentOptions, parameterNames: string[]): Record<string, unknown> {
-  return Object.fromEntries(EVENT_TABLE.map((e) => [`${opts.basePath}${e.path}`, { post: notifyOperation(e, parameterNames) }]));
+  return Object.fromEntries(
+    EVENT_TABLE.map((e) => [`${opts.basePath}${e.path}`, { post: notifyOperation(e, parameterNames) }]),
+  );
 }

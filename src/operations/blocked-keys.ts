@@ -47,7 +47,10 @@ export class NotOrderedError extends ServiceError {
 export class KeyNotBlockedError extends ServiceError {
   readonly code = 'not_blocked';
   readonly status = 404;
-  constructor(readonly target: string, readonly key: string) {
+  constructor(
+    readonly target: string,
+    readonly key: string,
+  ) {
     super(`key ${JSON.stringify(key)} of target "${target}" is not blocked`);
   }
 }

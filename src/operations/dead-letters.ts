@@ -90,7 +90,11 @@ export function createDeadLetters(pipeline: Pick<QueueRegistry, 'deliveryQueue' 
     }
   }
 
-  async function replayEach(ids: readonly string[], by: string, linkTrace: (trace: string | undefined) => void): Promise<{ replayed: string[]; notFound: string[] }> {
+  async function replayEach(
+    ids: readonly string[],
+    by: string,
+    linkTrace: (trace: string | undefined) => void,
+  ): Promise<{ replayed: string[]; notFound: string[] }> {
     const replayed: string[] = [];
     const notFound: string[] = [];
     for (const id of ids) {
@@ -111,9 +115,15 @@ export function createDeadLetters(pipeline: Pick<QueueRegistry, 'deliveryQueue' 
   }
 
   /** Replays every dead letter matching the filter (all of them when it is empty). */
-  async function replayMatching(filter: Omit<DeadLetterFilter, 'limit'>, by = 'operator'): Promise<{ replayed: string[]; notFound: string[] }> {
+  async function replayMatching(
+    filter: Omit<DeadLetterFilter, 'limit'>,
+    by = 'operator',
+  ): Promise<{ replayed: string[]; notFound: string[] }> {
     const matching = await list({ ...filter, limit: Number.MAX_SAFE_INTEGER });
-    return replay(matching.map((d) => d.id), by);
+    return replay(
+      matching.map((d) => d.id),
+      by,
+    );
   }
 
   /**
@@ -132,7 +142,10 @@ export function createDeadLetters(pipeline: Pick<QueueRegistry, 'deliveryQueue' 
     if (state !== 'failed') throw new NotDeadLetterError(`${target}/${eventId}`, state);
     await job.remove();
     // If this fails, the delivery behind finds the head gone when it next wakes, and goes then.
-    await pipeline.ordering(target)?.discarded(job).catch(() => undefined);
+    await pipeline
+      .ordering(target)
+      ?.discarded(job)
+      .catch(() => undefined);
     return deadLetterOf(target, job);
   }
 
@@ -154,7 +167,16 @@ function deadLetterOf(target: string, job: Job<DeliveryJob, unknown, EventType>)
 }
 
 function unreadableOf(target: string, { id, unreadable }: Unreadable): DeadLetter {
-  return { id: `${target}/${id}`, target, eventId: '', eventType: '', receivedAt: '', attempts: 0, reason: `unreadable job: ${unreadable}`, unreadable: true };
+  return {
+    id: `${target}/${id}`,
+    target,
+    eventId: '',
+    eventType: '',
+    receivedAt: '',
+    attempts: 0,
+    reason: `unreadable job: ${unreadable}`,
+    unreadable: true,
+  };
 }
 
 interface Unreadable {
@@ -173,7 +195,8 @@ async function* failedJobs(queue: DeliveryQueue): AsyncGenerator<Job<DeliveryJob
     const page = await Promise.all(
       ids.map((id) =>
         queue.getJob(id).then(
-          (job): Job<DeliveryJob, unknown, EventType> | Unreadable | undefined => (job === undefined || isDeliveryJob(job.data) ? job : { id, unreadable: 'its data is not a delivery job' }),
+          (job): Job<DeliveryJob, unknown, EventType> | Unreadable | undefined =>
+            job === undefined || isDeliveryJob(job.data) ? job : { id, unreadable: 'its data is not a delivery job' },
           (err: Error): Unreadable => ({ id, unreadable: err.message }),
         ),
       ),
@@ -211,7 +234,10 @@ export class DeadLetterNotFoundError extends ServiceError {
 export class NotDeadLetterError extends ServiceError {
   readonly code = 'not_failed';
   readonly status = 409;
-  constructor(readonly id: string, readonly state: string) {
+  constructor(
+    readonly id: string,
+    readonly state: string,
+  ) {
     super(`${id} is not a dead letter: its delivery is ${state}`);
   }
   override answer() {

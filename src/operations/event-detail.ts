@@ -29,18 +29,31 @@ export interface EventDetail extends Omit<EventView, 'deliveries'> {
   deliveries: DeliveryDetail[];
 }
 
-type Pipeline = Pick<QueueRegistry, 'deliveryQueue' | 'redis' | 'prefix'> & Pick<EventLookup, 'findEvent' | 'deliveriesOf' | 'copiesOf'>;
+type Pipeline = Pick<QueueRegistry, 'deliveryQueue' | 'redis' | 'prefix'> &
+  Pick<EventLookup, 'findEvent' | 'deliveriesOf' | 'copiesOf'>;
 
 async function orderingOf(pipeline: Pipeline, target: string, eventId: string, key: string): Promise<OrderingView> {
   const sequence = ownKeys.orderSequence(pipeline.prefix, target, keyDigest(key));
-  const [position, head] = await Promise.all([pipeline.redis.lpos(sequence, eventId), pipeline.redis.lindex(sequence, 0)]);
+  const [position, head] = await Promise.all([
+    pipeline.redis.lpos(sequence, eventId),
+    pipeline.redis.lindex(sequence, 0),
+  ]);
   const waitsFor = head && head !== eventId && position !== null ? head : undefined;
   const headState = head ? await pipeline.deliveryQueue(target)?.getJobState(head) : undefined;
-  return { key, ...(position !== null ? { position } : {}), ...(waitsFor ? { waitsFor } : {}), blocked: headState === 'failed' };
+  return {
+    key,
+    ...(position !== null ? { position } : {}),
+    ...(waitsFor ? { waitsFor } : {}),
+    blocked: headState === 'failed',
+  };
 }
 
 /** One event as the console shows it; undefined when no job holds it. */
-export async function eventDetail(pipeline: Pipeline, eventId: string, mask: (p: unknown) => unknown): Promise<EventDetail | undefined> {
+export async function eventDetail(
+  pipeline: Pipeline,
+  eventId: string,
+  mask: (p: unknown) => unknown,
+): Promise<EventDetail | undefined> {
   const view = await findEvent(pipeline, eventId, mask);
   const found = await pipeline.findEvent(eventId);
   if (!view || !found) return undefined;
@@ -52,7 +65,11 @@ export async function eventDetail(pipeline: Pipeline, eventId: string, mask: (p:
       if (!queue || !job) return { ...d, consoleState: 'filtered' };
       const consoleState = deliveryStateOf(d.state, job, await queue.isPaused());
       const key = job.data.orderKey;
-      return { ...d, consoleState, ...(key !== undefined ? { ordering: await orderingOf(pipeline, d.target, eventId, key) } : {}) };
+      return {
+        ...d,
+        consoleState,
+        ...(key !== undefined ? { ordering: await orderingOf(pipeline, d.target, eventId, key) } : {}),
+      };
     }),
   );
   const nonce = nonceOf(found.job.data);
@@ -63,7 +80,11 @@ export async function eventDetail(pipeline: Pipeline, eventId: string, mask: (p:
  * An event job and a quarantine job keep the nonce; a delivery job keeps the platform's signature
  * headers for pass-through, the nonce among them (`<prefix>-nonce`, current scheme only).
  */
-function nonceOf(data: { signatureHeaders: Record<string, string>; nonce?: string; scheme?: string }): string | undefined {
+function nonceOf(data: {
+  signatureHeaders: Record<string, string>;
+  nonce?: string;
+  scheme?: string;
+}): string | undefined {
   if (data.scheme === 'legacy') return undefined;
   if (data.nonce !== undefined) return data.nonce;
   const header = Object.keys(data.signatureHeaders).find((h) => h.endsWith('-nonce'));

@@ -58,18 +58,30 @@ export interface EventView {
 }
 
 async function deliveryView(delivery: EventDelivery): Promise<DeliveryView> {
-  if ('unreadable' in delivery) return { target: delivery.target, state: 'unreadable', unreadable: delivery.unreadable, attemptsMade: 0, failedAttempts: [], attempts: [], series: [] };
+  if ('unreadable' in delivery)
+    return {
+      target: delivery.target,
+      state: 'unreadable',
+      unreadable: delivery.unreadable,
+      attemptsMade: 0,
+      failedAttempts: [],
+      attempts: [],
+      series: [],
+    };
   const { target, queue, job } = delivery;
   const [state, logs] = await Promise.all([job.getState(), queue.getJobLogs(job.id ?? '')]);
   const series = deliveryStory(job, state, logs.logs);
   const attempts = series.flatMap((s) => s.attempts);
-  const failedAttempts = attempts.filter((a): a is Extract<AttemptView, { outcome: 'failed' }> => a.outcome === 'failed').map(({ outcome: _o, series: _s, ...f }) => f);
+  const failedAttempts = attempts
+    .filter((a): a is Extract<AttemptView, { outcome: 'failed' }> => a.outcome === 'failed')
+    .map(({ outcome: _o, series: _s, ...f }) => f);
   const dropped = state === 'completed' && isDropped(job.returnvalue);
   return {
     target,
     state: dropped ? 'dropped' : state,
     attemptsMade: job.attemptsMade,
-    deliveredAt: state === 'completed' && !dropped && job.finishedOn ? new Date(job.finishedOn).toISOString() : undefined,
+    deliveredAt:
+      state === 'completed' && !dropped && job.finishedOn ? new Date(job.finishedOn).toISOString() : undefined,
     result: job.returnvalue ?? undefined,
     failedReason: job.failedReason || undefined,
     failedAttempts,
@@ -121,13 +133,19 @@ function filteredTargets(found: FoundEvent): string[] {
  * that cannot be read is shown in state `unreadable` with why; when no job of the event can be read,
  * the lookup refuses (UnreadableEventError, 409).
  */
-export async function findEvent(pipeline: Pick<EventLookup, 'findEvent' | 'deliveriesOf' | 'copiesOf'>, eventId: string, mask: (p: unknown) => unknown): Promise<EventView | undefined> {
+export async function findEvent(
+  pipeline: Pick<EventLookup, 'findEvent' | 'deliveriesOf' | 'copiesOf'>,
+  eventId: string,
+  mask: (p: unknown) => unknown,
+): Promise<EventView | undefined> {
   const found = await pipeline.findEvent(eventId);
   if (!found) return undefined;
   const { queue, job } = found;
   const withJobs = await Promise.all((await pipeline.deliveriesOf(eventId)).map(deliveryView));
   // A delivery job wins over the record: a fan-out retried after a reload changed a filter can leave both.
-  const filtered = filteredTargets(found).filter((t) => !withJobs.some((d) => d.target === t)).map(filteredView);
+  const filtered = filteredTargets(found)
+    .filter((t) => !withJobs.some((d) => d.target === t))
+    .map(filteredView);
   const data = job.data;
   const payload = maskedPayloadOf(found, mask);
   const traceId = traceIdOf(data.trace);

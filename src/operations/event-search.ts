@@ -67,7 +67,8 @@ export const SCAN_BUDGET = 2000;
 const LIVE_CAP = 1000;
 const CHUNK = 250;
 
-type Pipeline = Pick<QueueRegistry, 'redis' | 'deliveryQueue' | 'deliveryQueues'> & Pick<EventLookup, 'findEvent' | 'deliveriesOf' | 'eventIdsForRequest'>;
+type Pipeline = Pick<QueueRegistry, 'redis' | 'deliveryQueue' | 'deliveryQueues'> &
+  Pick<EventLookup, 'findEvent' | 'deliveriesOf' | 'eventIdsForRequest'>;
 
 /** What the list needs of a delivery job, read with one HMGET (not the whole job). */
 interface Delivery {
@@ -104,7 +105,9 @@ function decodeCursor(text: string | undefined): Cursor | undefined {
   if (!text) return undefined;
   try {
     const c = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as Cursor;
-    return typeof c.t === 'number' && Array.isArray(c.s) ? { t: c.t, s: c.s.filter((s): s is string => typeof s === 'string') } : undefined;
+    return typeof c.t === 'number' && Array.isArray(c.s)
+      ? { t: c.t, s: c.s.filter((s): s is string => typeof s === 'string') }
+      : undefined;
   } catch {
     return undefined;
   }
@@ -112,7 +115,12 @@ function decodeCursor(text: string | undefined): Cursor | undefined {
 
 const iso = (ms: number | undefined) => new Date(ms ?? 0).toISOString();
 
-function rowOf(target: string, job: Pick<Delivery, 'data' | 'attemptsMade'>, state: DeliveryState, time: number): SearchRow {
+function rowOf(
+  target: string,
+  job: Pick<Delivery, 'data' | 'attemptsMade'>,
+  state: DeliveryState,
+  time: number,
+): SearchRow {
   return {
     eventId: job.data.eventId,
     eventType: job.data.eventType,
@@ -128,7 +136,10 @@ function rowOf(target: string, job: Pick<Delivery, 'data' | 'attemptsMade'>, sta
 /** The delivery row and the rows of the targets its filter left out (one per target, recorded on every delivery job of the event). */
 function rowsOf(target: string, job: Delivery, state: DeliveryState, time: number): SearchRow[] {
   const own = rowOf(target, job, state, time);
-  return [own, ...(job.data.filtered ?? []).map((t) => ({ ...own, target: t, state: 'filtered' as const, attempts: 0 }))];
+  return [
+    own,
+    ...(job.data.filtered ?? []).map((t) => ({ ...own, target: t, state: 'filtered' as const, attempts: 0 })),
+  ];
 }
 
 function matches(row: SearchRow, q: SearchQuery): boolean {
@@ -146,7 +157,8 @@ function matches(row: SearchRow, q: SearchQuery): boolean {
 async function readDeliveries(redis: Pipeline['redis'], candidates: readonly Candidate[]): Promise<void> {
   if (candidates.length === 0) return;
   const batch = redis.pipeline();
-  for (const c of candidates) batch.hmget(c.queue.toKey(c.id), 'data', 'timestamp', 'processedOn', 'atm', 'returnvalue');
+  for (const c of candidates)
+    batch.hmget(c.queue.toKey(c.id), 'data', 'timestamp', 'processedOn', 'atm', 'returnvalue');
   const answers = (await batch.exec()) ?? [];
   candidates.forEach((c, i) => {
     const [err, fields] = answers[i] ?? [];
@@ -155,7 +167,13 @@ async function readDeliveries(redis: Pipeline['redis'], candidates: readonly Can
     try {
       const parsed = JSON.parse(data) as DeliveryJob;
       if (typeof parsed?.eventId !== 'string') return;
-      c.delivery = { data: parsed, attemptsMade: Number(atm ?? 0), timestamp: Number(timestamp ?? 0), ...(processedOn ? { processedOn: Number(processedOn) } : {}), ...(returnvalue ? { returnvalue: JSON.parse(returnvalue) as unknown } : {}) };
+      c.delivery = {
+        data: parsed,
+        attemptsMade: Number(atm ?? 0),
+        timestamp: Number(timestamp ?? 0),
+        ...(processedOn ? { processedOn: Number(processedOn) } : {}),
+        ...(returnvalue ? { returnvalue: JSON.parse(returnvalue) as unknown } : {}),
+      };
     } catch {
       // not a delivery job: skipped
     }
@@ -170,26 +188,51 @@ interface Stream {
 }
 
 /** A sorted set of a delivery queue (completed or failed, scored by when the job finished), newest first, from `max` down to `min`. */
-function sortedSetStream(redis: Pipeline['redis'], queue: DeliveryQueue, target: string, key: string, bullState: string, max: number, min: number): Stream {
+function sortedSetStream(
+  redis: Pipeline['redis'],
+  queue: DeliveryQueue,
+  target: string,
+  key: string,
+  bullState: string,
+  max: number,
+  min: number,
+): Stream {
   let offset = 0;
   const stream: Stream = {
     buffer: [],
     done: false,
     async fill() {
-      const flat = await redis.zrevrangebyscore(key, max === Infinity ? '+inf' : max, min === -Infinity ? '-inf' : min, 'WITHSCORES', 'LIMIT', offset, CHUNK);
+      const flat = await redis.zrevrangebyscore(
+        key,
+        max === Infinity ? '+inf' : max,
+        min === -Infinity ? '-inf' : min,
+        'WITHSCORES',
+        'LIMIT',
+        offset,
+        CHUNK,
+      );
       offset += flat.length / 2;
       if (flat.length / 2 < CHUNK) stream.done = true;
-      for (let i = 0; i < flat.length; i += 2) stream.buffer.push({ target, queue, id: flat[i]!, bullState, time: Number(flat[i + 1]) });
+      for (let i = 0; i < flat.length; i += 2)
+        stream.buffer.push({ target, queue, id: flat[i]!, bullState, time: Number(flat[i + 1]) });
     },
   };
   return stream;
 }
 
 /** The deliveries still under way in a queue (at most LIVE_CAP of each kind), newest first; read at once, since their time is in the job. */
-async function liveStream(redis: Pipeline['redis'], queue: DeliveryQueue, target: string, max: number, min: number): Promise<Stream> {
+async function liveStream(
+  redis: Pipeline['redis'],
+  queue: DeliveryQueue,
+  target: string,
+  max: number,
+  min: number,
+): Promise<Stream> {
   const kinds = ['active', 'waiting', 'prioritized', 'delayed'] as const;
   const lists = await Promise.all(kinds.map((k) => queue.getRanges([k], 0, LIVE_CAP - 1)));
-  const candidates: Candidate[] = kinds.flatMap((k, i) => lists[i]!.map((id) => ({ target, queue, id, bullState: k === 'prioritized' ? 'waiting' : k, time: 0 })));
+  const candidates: Candidate[] = kinds.flatMap((k, i) =>
+    lists[i]!.map((id) => ({ target, queue, id, bullState: k === 'prioritized' ? 'waiting' : k, time: 0 })),
+  );
   await readDeliveries(redis, candidates);
   const buffer = candidates
     .filter((c) => c.delivery)
@@ -221,20 +264,34 @@ export function createEventSearch(pipeline: Pipeline) {
       const [bullState, paused] = await Promise.all([job.getState(), queue.isPaused()]);
       const state = deliveryStateOf(bullState, job, paused);
       rows.push(rowOf(target, job, state, job.finishedOn ?? job.processedOn ?? job.timestamp));
-      for (const t of job.data.filtered ?? []) if (!rows.some((r) => r.target === t)) rows.push({ ...rowOf(t, job, 'filtered', job.timestamp), attempts: 0 });
+      for (const t of job.data.filtered ?? [])
+        if (!rows.some((r) => r.target === t)) rows.push({ ...rowOf(t, job, 'filtered', job.timestamp), attempts: 0 });
     }
     if (rows.length > 0) return rows;
     const found = await pipeline.findEvent(eventId);
     if (!found) return [];
     const { data } = found.job;
     const at = iso(found.job.finishedOn ?? found.job.timestamp);
-    return [{ eventId, eventType: data.eventType, environment: data.environment, receivedAt: data.receivedAt, target: '', state: found.kind === 'quarantine' ? 'quarantined' : 'unrouted', attempts: 0, at }];
+    return [
+      {
+        eventId,
+        eventType: data.eventType,
+        environment: data.environment,
+        receivedAt: data.receivedAt,
+        target: '',
+        state: found.kind === 'quarantine' ? 'quarantined' : 'unrouted',
+        attempts: 0,
+        at,
+      },
+    ];
   }
 
   async function byText(text: string, query: SearchQuery): Promise<SearchPage> {
     const asEventId = isEventId(text);
     const ids = asEventId ? [text] : await pipeline.eventIdsForRequest(text);
-    const rows = (await Promise.all(ids.map(rowsOfEvent))).flat().filter((r) => matches(r, { ...query, state: query.state }));
+    const rows = (await Promise.all(ids.map(rowsOfEvent)))
+      .flat()
+      .filter((r) => matches(r, { ...query, state: query.state }));
     rows.sort((a, b) => b.receivedAt.localeCompare(a.receivedAt) || a.target.localeCompare(b.target));
     return { by: asEventId ? 'event_id' : 'request_id', rows, scanned: rows.length };
   }
@@ -252,8 +309,10 @@ export function createEventSearch(pipeline: Pipeline) {
     const wantsLive = !state || !['delivered', 'dead_letter'].includes(state);
     const streams: Stream[] = [];
     for (const [target, queue] of queuesFor(query.target, state)) {
-      if (wantsDone) streams.push(sortedSetStream(pipeline.redis, queue, target, queue.keys.completed!, 'completed', max, min));
-      if (wantsFailed) streams.push(sortedSetStream(pipeline.redis, queue, target, queue.keys.failed!, 'failed', max, min));
+      if (wantsDone)
+        streams.push(sortedSetStream(pipeline.redis, queue, target, queue.keys.completed!, 'completed', max, min));
+      if (wantsFailed)
+        streams.push(sortedSetStream(pipeline.redis, queue, target, queue.keys.failed!, 'failed', max, min));
     }
     const paused = new Map<string, boolean>();
     if (wantsLive) {
@@ -272,7 +331,8 @@ export function createEventSearch(pipeline: Pipeline) {
       while (out.length < n) {
         await Promise.all(streams.filter((s) => s.buffer.length === 0 && !s.done).map((s) => s.fill()));
         let pick: Stream | undefined;
-        for (const s of streams) if (s.buffer.length > 0 && (!pick || s.buffer[0]!.time > pick.buffer[0]!.time)) pick = s;
+        for (const s of streams)
+          if (s.buffer.length > 0 && (!pick || s.buffer[0]!.time > pick.buffer[0]!.time)) pick = s;
         if (!pick) break;
         const c = pick.buffer.shift()!;
         if (c.time === max && shownAtMax.has(`${c.target}/${c.id}`)) continue;
@@ -291,7 +351,10 @@ export function createEventSearch(pipeline: Pipeline) {
     while (rows.length < limit && scanned < SCAN_BUDGET) {
       const batch = await take(Math.min(batchSize, SCAN_BUDGET - scanned));
       if (batch.length === 0) return { by: 'list', rows, scanned };
-      await readDeliveries(pipeline.redis, batch.filter((c) => !c.delivery));
+      await readDeliveries(
+        pipeline.redis,
+        batch.filter((c) => !c.delivery),
+      );
       for (const c of batch) {
         if (rows.length >= limit) break;
         scanned += 1;
@@ -312,7 +375,13 @@ export function createEventSearch(pipeline: Pipeline) {
       batchSize = Math.min(batchSize * 2, 1000);
     }
     const next = encodeCursor({ t: lastTime, s: atLast });
-    return { by: 'list', rows, scanned, next, ...(rows.length < limit ? { budgetSpent: true, reachedBack: iso(lastTime) } : {}) };
+    return {
+      by: 'list',
+      rows,
+      scanned,
+      next,
+      ...(rows.length < limit ? { budgetSpent: true, reachedBack: iso(lastTime) } : {}),
+    };
   }
 
   return {

@@ -42,7 +42,9 @@ export class CorrectionsDisabledError extends ServiceError {
   readonly code = 'corrections_disabled';
   readonly status = 403;
   constructor() {
-    super('replaying with a corrected body is turned off (adminAllowCorrections: false, ADMIN_ALLOW_CORRECTIONS): a corrected body is not what the platform signed');
+    super(
+      'replaying with a corrected body is turned off (adminAllowCorrections: false, ADMIN_ALLOW_CORRECTIONS): a corrected body is not what the platform signed',
+    );
   }
 }
 
@@ -72,20 +74,30 @@ export interface QuarantineOptions {
  * or, when corrections are allowed, with a corrected body from the operator, marked `corrected` on
  * every forwarded request; it keeps its event id, so downstream `webhook-id` de-duplication still holds.
  */
-export function createQuarantine(pipeline: Pick<QueueRegistry, 'quarantine'> & Pick<Producer, 'enqueueEvent'>, options: QuarantineOptions) {
+export function createQuarantine(
+  pipeline: Pick<QueueRegistry, 'quarantine'> & Pick<Producer, 'enqueueEvent'>,
+  options: QuarantineOptions,
+) {
   const jobs = createQuarantinedJobs(pipeline.quarantine, options.logger);
 
   async function list(limit = 100): Promise<QuarantinedView[]> {
     return (await jobs.list(limit)).map((job) => (isUnreadable(job) ? job : viewOf(job)));
   }
 
-  async function replayOne(id: string, job: QuarantinedJob | undefined, correctedBody?: string): Promise<QuarantineReplayOutcome> {
+  async function replayOne(
+    id: string,
+    job: QuarantinedJob | undefined,
+    correctedBody?: string,
+  ): Promise<QuarantineReplayOutcome> {
     if (!job) return { id, outcome: 'not_found' };
     const { errors: _errors, reason: _reason, ...received } = job.data;
     const text = correctedBody ?? (received.rawBodyEncoding === 'utf8' ? received.rawBody : '');
     const parsed = parsePayload(eventDefinition(received.eventType), text);
     if (!parsed.ok) return { id, outcome: 'still_invalid', errors: parsed.errors };
-    const correction = correctedBody === undefined ? undefined : { originalSha256: sha256Hex(decodeRawBody(received)), correctedSha256: sha256Hex(Buffer.from(text, 'utf8')) };
+    const correction =
+      correctedBody === undefined
+        ? undefined
+        : { originalSha256: sha256Hex(decodeRawBody(received)), correctedSha256: sha256Hex(Buffer.from(text, 'utf8')) };
     const event = eventJob(
       {
         ...received,
@@ -99,12 +111,18 @@ export function createQuarantine(pipeline: Pick<QueueRegistry, 'quarantine'> & P
     );
     const outcome = await pipeline.enqueueEvent(event, `quarantine:${id}`);
     await job.remove();
-    return { id, outcome: outcome === 'accepted' ? 'queued' : 'already_queued', eventId: received.eventId, ...correction };
+    return {
+      id,
+      outcome: outcome === 'accepted' ? 'queued' : 'already_queued',
+      eventId: received.eventId,
+      ...correction,
+    };
   }
 
   async function replay(ids: readonly string[], correctedBody?: string): Promise<QuarantineReplayOutcome[]> {
     if (correctedBody !== undefined && !options.allowCorrections) throw new CorrectionsDisabledError();
-    if (correctedBody !== undefined && ids.length !== 1) throw new Error('a corrected body replays exactly one quarantined notification');
+    if (correctedBody !== undefined && ids.length !== 1)
+      throw new Error('a corrected body replays exactly one quarantined notification');
     // Every job is read before any is replayed, so a refusal leaves the request's readable ones
     // untouched; each id once, as a job read here is gone after its replay.
     const unique = [...new Set(ids)];

@@ -60,7 +60,9 @@ export function createQuarantinedJobs(queue: QuarantineQueue, logger: Pick<Logge
     }
     if (!job) return undefined;
     const checked = storedQuarantineJob.safeParse(job.data, { reportInput: true });
-    return checked.success ? job : unreadable(id, `its data is not a quarantine job: ${describeIssues(checked.error.issues)}`);
+    return checked.success
+      ? job
+      : unreadable(id, `its data is not a quarantine job: ${describeIssues(checked.error.issues)}`);
   }
 
   /** The jobs in the states a quarantined notification waits in, at most `limit` of each state. */

@@ -13,11 +13,21 @@ export type DeadLetterSelection = { ids: readonly string[] } | ({ all: true } & 
  * and resume a target, release an ordering key blocked by a dead letter), each written to the audit log with who acted and what it touched. The admin API and
  * the CLI both go through here, so their audit lines are the same.
  */
-export function createRecovery(deps: { deadLetters: DeadLetters; quarantine: Quarantine; targets: TargetControl; blockedKeys: BlockedKeys; resender: Resender; logger: Logger }) {
+export function createRecovery(deps: {
+  deadLetters: DeadLetters;
+  quarantine: Quarantine;
+  targets: TargetControl;
+  blockedKeys: BlockedKeys;
+  resender: Resender;
+  logger: Logger;
+}) {
   const { deadLetters, quarantine, targets, blockedKeys, resender, logger } = deps;
   return {
     async replayDeadLetters(actor: Actor, selection: DeadLetterSelection) {
-      const result = 'ids' in selection ? await deadLetters.replay(selection.ids, actor.principal) : await deadLetters.replayMatching(selection, actor.principal);
+      const result =
+        'ids' in selection
+          ? await deadLetters.replay(selection.ids, actor.principal)
+          : await deadLetters.replayMatching(selection, actor.principal);
       const filter = 'ids' in selection ? undefined : selection;
       writeAudit(logger, actor, 'dead-letters.replay', {
         items: result.replayed,
@@ -33,7 +43,12 @@ export function createRecovery(deps: { deadLetters: DeadLetters; quarantine: Qua
       const items = [`${target}/${eventId}`];
       try {
         const discarded = await deadLetters.discard(target, eventId);
-        writeAudit(logger, actor, 'dead-letters.discard', { target, items, eventType: discarded.eventType, attempts: discarded.attempts });
+        writeAudit(logger, actor, 'dead-letters.discard', {
+          target,
+          items,
+          eventType: discarded.eventType,
+          attempts: discarded.attempts,
+        });
         return discarded;
       } catch (err) {
         writeAudit(logger, actor, 'dead-letters.discard', { target, items, refused: (err as Error).message });
@@ -59,7 +74,9 @@ export function createRecovery(deps: { deadLetters: DeadLetters; quarantine: Qua
         items: [...ids],
         eventIds: results.flatMap((r) => ('eventId' in r ? [r.eventId] : [])),
         corrected,
-        ...(correction && 'correctedSha256' in correction ? { originalSha256: correction.originalSha256, correctedSha256: correction.correctedSha256 } : {}),
+        ...(correction && 'correctedSha256' in correction
+          ? { originalSha256: correction.originalSha256, correctedSha256: correction.correctedSha256 }
+          : {}),
         outcomes: results.map((r) => r.outcome),
       });
       return results;
@@ -89,10 +106,20 @@ export function createRecovery(deps: { deadLetters: DeadLetters; quarantine: Qua
     async releaseBlockedKey(actor: Actor, target: string, key: string) {
       try {
         const released = await blockedKeys.release(target, key);
-        writeAudit(logger, actor, 'target.release', { target, orderKey: key, items: [key], deadLetter: `${target}/${released.eventId}` });
+        writeAudit(logger, actor, 'target.release', {
+          target,
+          orderKey: key,
+          items: [key],
+          deadLetter: `${target}/${released.eventId}`,
+        });
         return released;
       } catch (err) {
-        writeAudit(logger, actor, 'target.release', { target, orderKey: key, items: [key], refused: (err as Error).message });
+        writeAudit(logger, actor, 'target.release', {
+          target,
+          orderKey: key,
+          items: [key],
+          refused: (err as Error).message,
+        });
         throw err;
       }
     },

@@ -17,7 +17,12 @@ function infoField(info: string, field: string): string | undefined {
 export async function inspectRedisDurability(redis: Redis): Promise<RedisDurability> {
   try {
     const read = async (name: string) => ((await redis.call('CONFIG', 'GET', name)) as string[])[1] ?? '';
-    return { appendonly: await read('appendonly'), save: await read('save'), maxmemoryPolicy: await read('maxmemory-policy'), via: 'CONFIG GET' };
+    return {
+      appendonly: await read('appendonly'),
+      save: await read('save'),
+      maxmemoryPolicy: await read('maxmemory-policy'),
+      via: 'CONFIG GET',
+    };
   } catch {
     // Managed Redis (ElastiCache, Memorystore, Azure) often renames or disables CONFIG; INFO still answers.
     const persistence = await redis.info('persistence');
@@ -34,11 +39,19 @@ export async function inspectRedisDurability(redis: Redis): Promise<RedisDurabil
 export function durabilityWarnings(d: RedisDurability, where: string): string[] {
   const warnings: string[] = [];
   if (d.appendonly !== 'yes') {
-    if (d.save === '') warnings.push(`Redis at ${where} has no persistence (appendonly no, no save points): a restart loses every queued notification, acknowledged or not; set appendonly yes`);
-    else warnings.push(`Redis at ${where} does not use AOF (appendonly no${d.save ? `, snapshots: save ${d.save}` : ''}): a crash loses what was acknowledged since the last snapshot; set appendonly yes (or the provider's durable option)`);
+    if (d.save === '')
+      warnings.push(
+        `Redis at ${where} has no persistence (appendonly no, no save points): a restart loses every queued notification, acknowledged or not; set appendonly yes`,
+      );
+    else
+      warnings.push(
+        `Redis at ${where} does not use AOF (appendonly no${d.save ? `, snapshots: save ${d.save}` : ''}): a crash loses what was acknowledged since the last snapshot; set appendonly yes (or the provider's durable option)`,
+      );
   }
   if (d.maxmemoryPolicy !== 'noeviction') {
-    warnings.push(`Redis at ${where} has maxmemory-policy ${d.maxmemoryPolicy}: when memory is full it deletes keys, i.e. queued notifications and de-duplication records; set noeviction`);
+    warnings.push(
+      `Redis at ${where} has maxmemory-policy ${d.maxmemoryPolicy}: when memory is full it deletes keys, i.e. queued notifications and de-duplication records; set noeviction`,
+    );
   }
   return warnings;
 }

@@ -68,9 +68,13 @@ export function createReloader(deps: ReloaderDeps) {
     const result: ReloadResult = {
       added: next.targets.filter((t) => !before.has(t.name)).map((t) => t.name),
       removed: running.targets.filter((t) => !after.has(t.name)).map((t) => t.name),
-      changed: next.targets.filter((t) => before.has(t.name) && before.get(t.name) !== JSON.stringify(t)).map((t) => t.name),
+      changed: next.targets
+        .filter((t) => before.has(t.name) && before.get(t.name) !== JSON.stringify(t))
+        .map((t) => t.name),
       // Names only: some of these settings are credentials.
-      needsRestart: (Object.keys(next) as (keyof Config)[]).filter((k) => k !== 'targets' && JSON.stringify(next[k]) !== JSON.stringify(running[k])),
+      needsRestart: (Object.keys(next) as (keyof Config)[]).filter(
+        (k) => k !== 'targets' && JSON.stringify(next[k]) !== JSON.stringify(running[k]),
+      ),
     };
     await deps.pipeline.setTargets(next.targets);
     await deps.workers?.applyTargets(next.targets);
@@ -78,7 +82,8 @@ export function createReloader(deps: ReloaderDeps) {
     for (const listener of listeners) listener();
     writeAudit(deps.logger, actor, 'config.reload', { ...result });
     deps.logger.info('configuration reloaded', { ...result, targets: next.targets.map((t) => t.name) });
-    if (result.needsRestart.length) deps.logger.warn('configuration changes that need a restart were not applied', { settings: result.needsRestart });
+    if (result.needsRestart.length)
+      deps.logger.warn('configuration changes that need a restart were not applied', { settings: result.needsRestart });
     return result;
   }
 

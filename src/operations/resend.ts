@@ -36,8 +36,13 @@ export class UnknownEventError extends ServiceError {
 export class EventBodyGoneError extends ServiceError {
   readonly code = 'body_gone';
   readonly status = 410;
-  constructor(readonly eventId: string, retentionSeconds: number) {
-    super(`event ${eventId} was received, but its body is gone: delivered jobs are kept ${retentionSeconds} s (retention.completed), so it can no longer be resent`);
+  constructor(
+    readonly eventId: string,
+    retentionSeconds: number,
+  ) {
+    super(
+      `event ${eventId} was received, but its body is gone: delivered jobs are kept ${retentionSeconds} s (retention.completed), so it can no longer be resent`,
+    );
   }
 }
 
@@ -56,7 +61,11 @@ export class NotSubscribedError extends ServiceError {
  * succeeded or failed. Possible while some job still holds the body: the delivery jobs and the event
  * job are kept for the completed-job retention after they finish (dead letters for ever).
  */
-export function createResender(pipeline: Pick<Producer, 'addDeliveries'> & Pick<QueueRegistry, 'targets' | 'deliveryQueue' | 'deliveryQueues' | 'options'> & Pick<EventLookup, 'findEvent' | 'isKnown'>) {
+export function createResender(
+  pipeline: Pick<Producer, 'addDeliveries'> &
+    Pick<QueueRegistry, 'targets' | 'deliveryQueue' | 'deliveryQueues' | 'options'> &
+    Pick<EventLookup, 'findEvent' | 'isKnown'>,
+) {
   /** Any job that still holds the event's body, and whether the event is known at all. */
   async function findBody(eventId: string): Promise<{ body?: DeliveryFields; known: boolean }> {
     if (!isEventId(eventId)) return { known: false };
@@ -106,24 +115,34 @@ export function createResender(pipeline: Pick<Producer, 'addDeliveries'> & Pick<
     },
   };
 
-  async function resend(eventId: string, only: string | undefined, by: string, span: OperatorSpan | undefined): Promise<ResendResult> {
+  async function resend(
+    eventId: string,
+    only: string | undefined,
+    by: string,
+    span: OperatorSpan | undefined,
+  ): Promise<ResendResult> {
     span?.attribute('webhook.event_id', eventId);
     const configured = pipeline.targets();
     if (only !== undefined && !configured.some((t) => t.name === only)) throw new UnknownTargetError(only);
     const { body, known } = await findBody(eventId);
     span?.link(body?.trace);
-    if (!body) throw known ? new EventBodyGoneError(eventId, pipeline.options.retention.completed.ageSeconds) : new UnknownEventError(eventId);
+    if (!body)
+      throw known
+        ? new EventBodyGoneError(eventId, pipeline.options.retention.completed.ageSeconds)
+        : new UnknownEventError(eventId);
     const candidates = only !== undefined ? configured.filter((t) => t.name === only) : configured;
     for (const t of candidates) {
       if (only === undefined) continue;
       if (!subscribes(t, body.eventType)) throw new NotSubscribedError(t.name, body.eventType);
-      if (!takesEnvironment(t, body.environment)) throw new NotSubscribedError(t.name, `events of the ${body.environment} environment`);
+      if (!takesEnvironment(t, body.environment))
+        throw new NotSubscribedError(t.name, `events of the ${body.environment} environment`);
     }
     // The body as the fan-out's filters saw it: the schemas keep every field, so the parsed raw body is the payload.
     const event: PlannedEvent = { ...body, payload: JSON.parse(decodeRawBody(body).toString('utf8')) };
     const { deliveries, filtered } = planDeliveries(event, candidates);
     const targets: ResendResult['targets'] = [];
-    for (const { target } of deliveries) targets.push({ target: target.name, outcome: await resendTo(target, event, by) });
+    for (const { target } of deliveries)
+      targets.push({ target: target.name, outcome: await resendTo(target, event, by) });
     for (const target of filtered) targets.push({ target, outcome: 'filtered' });
     return { eventId, targets };
   }

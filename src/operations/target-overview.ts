@@ -29,7 +29,11 @@ export interface TargetOverview {
 }
 
 /** Every configured target's overview, in configuration order. */
-export async function targetOverviews(pipeline: Pick<QueueRegistry, 'targets' | 'deliveryQueue' | 'redis'>, blockedKeys: BlockedKeys, nowMs = Date.now()): Promise<TargetOverview[]> {
+export async function targetOverviews(
+  pipeline: Pick<QueueRegistry, 'targets' | 'deliveryQueue' | 'redis'>,
+  blockedKeys: BlockedKeys,
+  nowMs = Date.now(),
+): Promise<TargetOverview[]> {
   return Promise.all(
     pipeline.targets().map(async (t): Promise<TargetOverview> => {
       const queue = pipeline.deliveryQueue(t.name)!;
@@ -54,7 +58,8 @@ export async function targetOverviews(pipeline: Pick<QueueRegistry, 'targets' | 
         deliveredLastHour,
         deadLetteredLastHour,
         retrying,
-        pending: (counts.waiting ?? 0) + (counts.active ?? 0) + (counts.prioritized ?? 0) + (counts.delayed ?? 0) - retrying,
+        pending:
+          (counts.waiting ?? 0) + (counts.active ?? 0) + (counts.prioritized ?? 0) + (counts.delayed ?? 0) - retrying,
         ...(last[1] !== undefined ? { lastSuccess: new Date(Number(last[1])).toISOString() } : {}),
         deadLetters: counts.failed ?? 0,
         ordered: blocked.ordered,

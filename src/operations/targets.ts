@@ -17,7 +17,9 @@ export function createTargetControl(pipeline: Pick<QueueRegistry, 'deliveryQueue
       await queueOf(name).resume();
     },
     async states(): Promise<{ target: string; paused: boolean }[]> {
-      return Promise.all(pipeline.deliveryQueues().map(async ([target, q]) => ({ target, paused: await q.isPaused() })));
+      return Promise.all(
+        pipeline.deliveryQueues().map(async ([target, q]) => ({ target, paused: await q.isPaused() })),
+      );
     },
   };
 }

@@ -51,7 +51,13 @@ export interface SequencerHooks {
  * it, or (`skip`) leaves the sequence at once. A parked delivery also wakes by itself now and then and
  * repairs what a crash left: a head that is delivered or gone leaves the sequence.
  */
-export function createSequencer(target: Target, connection: RedisClient, prefix: string, queue: () => DeliveryQueue | undefined, hooks: SequencerHooks = {}) {
+export function createSequencer(
+  target: Target,
+  connection: RedisClient,
+  prefix: string,
+  queue: () => DeliveryQueue | undefined,
+  hooks: SequencerHooks = {},
+) {
   connection.defineCommand('webhookOrderPlace', { lua: PLACE, numberOfKeys: 1 });
   connection.defineCommand('webhookOrderPop', { lua: POP });
   const blockedKey = ownKeys.orderBlocked(prefix, target.name);
@@ -74,7 +80,9 @@ export function createSequencer(target: Target, connection: RedisClient, prefix:
   async function advancePast(key: string, eventId: string): Promise<boolean> {
     const q = queue();
     const k = q?.keys;
-    const promoteKeys = k ? [k.delayed, k.wait, k.paused, k.meta, k.prioritized, k.active, k.pc, k.events, k.marker] : [];
+    const promoteKeys = k
+      ? [k.delayed, k.wait, k.paused, k.meta, k.prioritized, k.active, k.pc, k.events, k.marker]
+      : [];
     // Keys in the order promote-9 declares them (as BullMQ's own Job.promote passes them).
     if (promoteKeys.some((x) => !x)) promoteKeys.length = 0;
     const keys = [sequenceOf(key), blockedKey, ...(promoteKeys as string[])];
@@ -134,7 +142,8 @@ export function createSequencer(target: Target, connection: RedisClient, prefix:
         return 'skipped';
       }
       const [position] = await connection.webhookOrderPlace(sequenceOf(key), job.data.eventId);
-      if (position === 0 && (await connection.zadd(blockedKey, 'NX', Date.now(), key)) === 1) hooks.blocked?.(key, job.data.eventId);
+      if (position === 0 && (await connection.zadd(blockedKey, 'NX', Date.now(), key)) === 1)
+        hooks.blocked?.(key, job.data.eventId);
       return 'blocked';
     },
 
@@ -180,7 +189,10 @@ export function createSequencer(target: Target, connection: RedisClient, prefix:
     async blockedSummary(): Promise<{ count: number; oldestMs?: number }> {
       // A scrape does not wait for Redis: it keeps the last values (webhook_redis_up says why).
       if (connection.status !== 'ready') throw new Error('Redis is not ready');
-      const [count, oldest] = await Promise.all([connection.zcard(blockedKey), connection.zrange(blockedKey, 0, 0, 'WITHSCORES')]);
+      const [count, oldest] = await Promise.all([
+        connection.zcard(blockedKey),
+        connection.zrange(blockedKey, 0, 0, 'WITHSCORES'),
+      ]);
       return { count, oldestMs: oldest[1] !== undefined ? Number(oldest[1]) : undefined };
     },
   };

@@ -17,7 +17,9 @@ export class EnqueueUnavailableError extends ServiceError {
  * reported as itself (500, its own log line), never as Redis being unavailable.
  */
 export function isProgrammingError(err: unknown): boolean {
-  return err instanceof RangeError || err instanceof TypeError || err instanceof ReferenceError || err instanceof SyntaxError;
+  return (
+    err instanceof RangeError || err instanceof TypeError || err instanceof ReferenceError || err instanceof SyntaxError
+  );
 }
 
 /** A job of an event that cannot be read (its stored job is not JSON, or its data not an event's job): where it is, and why. */
@@ -35,7 +37,9 @@ export class UnreadableEventError extends ServiceError {
     readonly eventId: string,
     readonly jobs: readonly UnreadableJob[],
   ) {
-    super(`event ${eventId} cannot be shown: every job holding it is unreadable: ${jobs.map((j) => `${j.queue}/${j.id} (${j.reason})`).join(', ')}`);
+    super(
+      `event ${eventId} cannot be shown: every job holding it is unreadable: ${jobs.map((j) => `${j.queue}/${j.id} (${j.reason})`).join(', ')}`,
+    );
   }
   override answer() {
     return { ...super.answer(), unreadable: this.jobs.map((j) => ({ ...j })) };

@@ -21,7 +21,10 @@ declare module 'ioredis' {
  * request-id index and the binding of its replay key. BullMQ's own add scripts are embedded in it as
  * local functions, so each job written is a normal BullMQ job byte for byte.
  */
-const INGEST_LUA = loadLua(path.join(__dirname, 'lua'), 'ingest', { 'bullmq:addStandardJob': addStandardJob.content, 'bullmq:addDelayedJob': addDelayedJob.content });
+const INGEST_LUA = loadLua(path.join(__dirname, 'lua'), 'ingest', {
+  'bullmq:addStandardJob': addStandardJob.content,
+  'bullmq:addDelayedJob': addDelayedJob.content,
+});
 
 /**
  * `added`: the jobs are stored (jobId: the first one's, or with BullMQ's de-duplication the job
@@ -90,7 +93,10 @@ export interface Ingestion {
   index?: { expiresAtMs: number; entries: { key: string; requestId: string }[] };
 }
 
-export type IngestScript = (ingestion: Ingestion, confirm?: ReplicaConfirmation) => Promise<IngestDecision & { replicas?: number }>;
+export type IngestScript = (
+  ingestion: Ingestion,
+  confirm?: ReplicaConfirmation,
+) => Promise<IngestDecision & { replicas?: number }>;
 
 /** Loads the ingest script on the connection (EVALSHA, loaded once) and returns its runner. */
 export function defineIngestScript(connection: RedisClient): IngestScript {
@@ -135,7 +141,12 @@ export function defineIngestScript(connection: RedisClient): IngestScript {
 async function scriptArgs({ adds, binding, dedup, eventId, index }: Ingestion): Promise<(string | Buffer | number)[]> {
   if (adds.length === 0) throw new Error('an ingestion adds at least one job');
   const entries = index?.entries ?? [];
-  const keys: (string | Buffer)[] = [binding.key, dedup?.key ?? binding.key, dedup?.copiesKey ?? binding.key, ...entries.map((e) => e.key)];
+  const keys: (string | Buffer)[] = [
+    binding.key,
+    dedup?.key ?? binding.key,
+    dedup?.copiesKey ?? binding.key,
+    ...entries.map((e) => e.key),
+  ];
   const bound = 'none' in binding ? undefined : binding;
   const argv: (string | Buffer)[] = [
     bound?.value ?? '',
@@ -154,7 +165,9 @@ async function scriptArgs({ adds, binding, dedup, eventId, index }: Ingestion): 
     adds.map(async ({ queue, job, ordered }) => ({
       ordered,
       now: await recordAdd(queue, job, addStandardJob),
-      parked: ordered ? await recordAdd(queue, { ...job, opts: { ...job.opts, delay: ordered.parkMs } }, addDelayedJob) : undefined,
+      parked: ordered
+        ? await recordAdd(queue, { ...job, opts: { ...job.opts, delay: ordered.parkMs } }, addDelayedJob)
+        : undefined,
     })),
   );
   for (const { ordered, now, parked } of recorded) {
@@ -164,7 +177,15 @@ async function scriptArgs({ adds, binding, dedup, eventId, index }: Ingestion): 
       const parkedKeys = parked.slice(0, addDelayedJob.keys);
       const parkedArgs = parked.slice(addDelayedJob.keys);
       keys.push(ordered.sequenceKey, ...nowKeys, ...parkedKeys);
-      argv.push('ordered', String(nowKeys.length), String(nowArgs.length), String(parkedKeys.length), String(parkedArgs.length), ...nowArgs, ...parkedArgs);
+      argv.push(
+        'ordered',
+        String(nowKeys.length),
+        String(nowArgs.length),
+        String(parkedKeys.length),
+        String(parkedArgs.length),
+        ...nowArgs,
+        ...parkedArgs,
+      );
     } else {
       keys.push(...nowKeys);
       argv.push('now', String(nowKeys.length), String(nowArgs.length), ...nowArgs);
@@ -188,9 +209,12 @@ async function recordAdd<D, R, N extends string>(
   await job.addJob(recorder);
   const recorded = recorder.recorded;
   if (!recorded || recorded.name.split(':')[0] !== expected.name) {
-    throw new Error(`BullMQ chose ${recorded?.name ?? 'no script'} for this add; the ingest script embeds ${expected.name} for it (no priority or parent)`);
+    throw new Error(
+      `BullMQ chose ${recorded?.name ?? 'no script'} for this add; the ingest script embeds ${expected.name} for it (no priority or parent)`,
+    );
   }
-  if (recorded.args.length < expected.keys) throw new Error(`BullMQ gave ${expected.name} fewer than its ${expected.keys} keys`);
+  if (recorded.args.length < expected.keys)
+    throw new Error(`BullMQ gave ${expected.name} fewer than its ${expected.keys} keys`);
   return recorded.args;
 }
 

@@ -52,7 +52,10 @@ export interface EventLookup {
   copiesOf(eventId: string): Promise<EventCopies>;
 }
 
-export function createEventLookup(queues: Pick<QueueRegistry, 'redis' | 'prefix' | 'options' | 'eventQueues' | 'quarantine' | 'deliveryQueues'>, observer: Pick<PipelineObserver, 'unreadableJob'> = {}): EventLookup {
+export function createEventLookup(
+  queues: Pick<QueueRegistry, 'redis' | 'prefix' | 'options' | 'eventQueues' | 'quarantine' | 'deliveryQueues'>,
+  observer: Pick<PipelineObserver, 'unreadableJob'> = {},
+): EventLookup {
   const { redis, prefix, quarantine } = queues;
 
   /**
@@ -61,7 +64,10 @@ export function createEventLookup(queues: Pick<QueueRegistry, 'redis' | 'prefix'
    * One bad job is reported and passed over, so it hides nothing else of the event; a Redis error
    * is no property of the job and still fails the call.
    */
-  async function read<J extends Job>(queue: { name: string; getJob(id: string): Promise<J | undefined> }, id: string): Promise<J | UnreadableJob | undefined> {
+  async function read<J extends Job>(
+    queue: { name: string; getJob(id: string): Promise<J | undefined> },
+    id: string,
+  ): Promise<J | UnreadableJob | undefined> {
     let job: J | undefined;
     let reason: string | undefined;
     try {
@@ -119,8 +125,17 @@ export function createEventLookup(queues: Pick<QueueRegistry, 'redis' | 'prefix'
     },
     eventIdsForRequest: (requestId) => eventIdsForRequest(redis, prefix, requestId, queues.options.dedupWindowMs),
     async copiesOf(eventId) {
-      const [duplicates, replays, lastAt] = await redis.hmget(ownKeys.copies(prefix, eventId), 'duplicates', 'replays', 'lastAt');
-      return { duplicates: Number(duplicates ?? 0), replays: Number(replays ?? 0), ...(lastAt ? { lastAt: new Date(Number(lastAt)).toISOString() } : {}) };
+      const [duplicates, replays, lastAt] = await redis.hmget(
+        ownKeys.copies(prefix, eventId),
+        'duplicates',
+        'replays',
+        'lastAt',
+      );
+      return {
+        duplicates: Number(duplicates ?? 0),
+        replays: Number(replays ?? 0),
+        ...(lastAt ? { lastAt: new Date(Number(lastAt)).toISOString() } : {}),
+      };
     },
   };
 }
@@ -130,11 +145,22 @@ function isUnreadable<J>(job: J | UnreadableJob): job is UnreadableJob {
 }
 
 /** The fields every event view reads of an event, quarantine or delivery job. */
-const VIEWED_FIELDS = { eventId: 'string', eventType: 'string', receivedAt: 'string', path: 'string', signatureHeaders: 'object' } as const;
+const VIEWED_FIELDS = {
+  eventId: 'string',
+  eventType: 'string',
+  receivedAt: 'string',
+  path: 'string',
+  signatureHeaders: 'object',
+} as const;
 
 function notAnEventJob(data: unknown): string | undefined {
-  if (typeof data !== 'object' || data === null) return `its data is not an event's job: ${data === null ? 'null' : typeof data}`;
+  if (typeof data !== 'object' || data === null)
+    return `its data is not an event's job: ${data === null ? 'null' : typeof data}`;
   const fields = data as Record<string, unknown>;
-  const wrong = Object.entries(VIEWED_FIELDS).filter(([name, type]) => typeof fields[name] !== type || fields[name] === null);
-  return wrong.length ? `its data is not an event's job: ${wrong.map(([name, type]) => `${name} is not a ${type}`).join(', ')}` : undefined;
+  const wrong = Object.entries(VIEWED_FIELDS).filter(
+    ([name, type]) => typeof fields[name] !== type || fields[name] === null,
+  );
+  return wrong.length
+    ? `its data is not an event's job: ${wrong.map(([name, type]) => `${name} is not a ${type}`).join(', ')}`
+    : undefined;
 }

@@ -13,12 +13,21 @@ import { createQueueRegistry, type QueueRegistry } from './queue-registry';
  */
 export type Pipeline = QueueRegistry & Producer & EventLookup;
 
-export function createPipeline(connection: RedisClient, options: PipelineOptions, observer: PipelineObserver = {}): Pipeline {
+export function createPipeline(
+  connection: RedisClient,
+  options: PipelineOptions,
+  observer: PipelineObserver = {},
+): Pipeline {
   const queues = createQueueRegistry(connection, options, observer);
   const producer = createProducer(
     connection,
     options,
-    { event: queues.eventQueue, quarantine: queues.quarantine, delivery: queues.deliveryQueue, targets: queues.targets },
+    {
+      event: queues.eventQueue,
+      quarantine: queues.quarantine,
+      delivery: queues.deliveryQueue,
+      targets: queues.targets,
+    },
     observer,
   );
   return { ...queues, ...producer, ...createEventLookup(queues, observer) };

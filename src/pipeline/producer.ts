@@ -7,7 +7,13 @@ import { PARKED_AT_INGEST_MS } from '../ordering/park';
 import type { Target } from '../model/target-schema';
 import { EnqueueUnavailableError, isProgrammingError } from './errors';
 import { jobIdFor } from '../model/ids';
-import { defineIngestScript, type AddTo, type IngestDecision, type Ingestion, type ReplicaConfirmation } from './ingest-script';
+import {
+  defineIngestScript,
+  type AddTo,
+  type IngestDecision,
+  type Ingestion,
+  type ReplicaConfirmation,
+} from './ingest-script';
 import { deliveryJobOptions, type Retention } from '../model/job-options';
 import type { EventJob, QuarantineJob, SeriesStart } from '../model/jobs';
 import { ownKeys } from '../model/names';
@@ -26,7 +32,8 @@ export type EnqueueOutcome = 'accepted' | 'replay' | 'duplicate';
  * empty for none), nothing queued; or a legacy signature already bound to another event type, nothing
  * queued or bound.
  */
-export type EnqueueRefusal = { kind: 'conflict'; firstMerchantId: string } | { kind: 'signature_reused'; boundTo: string };
+export type EnqueueRefusal =
+  { kind: 'conflict'; firstMerchantId: string } | { kind: 'signature_reused'; boundTo: string };
 
 export type EnqueueResult = EnqueueOutcome | EnqueueRefusal;
 
@@ -102,7 +109,12 @@ export interface PipelineObserver {
  * bounded by `enqueueTimeoutMs` and fails with EnqueueUnavailableError, so nothing is acknowledged
  * unstored.
  */
-export function createProducer(connection: RedisClient, settings: ProducerSettings, queues: ProducerQueues, observer: PipelineObserver = {}): Producer {
+export function createProducer(
+  connection: RedisClient,
+  settings: ProducerSettings,
+  queues: ProducerQueues,
+  observer: PipelineObserver = {},
+): Producer {
   const ingest = defineIngestScript(connection);
 
   /** The script's add of one planned delivery: ordered ones join their key's sequence (parked unless first). */
@@ -110,7 +122,14 @@ export function createProducer(connection: RedisClient, settings: ProducerSettin
     const add = { name: job.eventType, data: job, opts: deliveryJobOptions(job.eventId, target, settings.retention) };
     const { orderKey } = job;
     if (orderKey === undefined) return { queue, job: add };
-    return { queue, job: add, ordered: { sequenceKey: ownKeys.orderSequence(settings.prefix, target.name, keyDigest(orderKey)), parkMs: PARKED_AT_INGEST_MS } };
+    return {
+      queue,
+      job: add,
+      ordered: {
+        sequenceKey: ownKeys.orderSequence(settings.prefix, target.name, keyDigest(orderKey)),
+        parkMs: PARKED_AT_INGEST_MS,
+      },
+    };
   }
 
   /**
@@ -126,7 +145,15 @@ export function createProducer(connection: RedisClient, settings: ProducerSettin
       if (queue) adds.push(addOf(delivery, queue));
     }
     if (adds.length > 0) return { adds, filtered: plan.filtered };
-    return { adds: [{ queue: queues.event(event.eventType), job: { name: event.eventType, data: event, opts: { jobId: event.eventId } } }], filtered: [] };
+    return {
+      adds: [
+        {
+          queue: queues.event(event.eventType),
+          job: { name: event.eventType, data: event, opts: { jobId: event.eventId } },
+        },
+      ],
+      filtered: [],
+    };
   }
 
   function bindingOf(data: EventJob | QuarantineJob, replayKey: string, bind = true): Ingestion['binding'] {
@@ -178,18 +205,34 @@ export function createProducer(connection: RedisClient, settings: ProducerSettin
     return 'accepted';
   }
 
-  async function enqueueQuarantine(data: QuarantineJob, replayKey: string, opts: { bind?: boolean } = {}): Promise<EnqueueResult> {
+  async function enqueueQuarantine(
+    data: QuarantineJob,
+    replayKey: string,
+    opts: { bind?: boolean } = {},
+  ): Promise<EnqueueResult> {
     const jobId = jobIdFor(replayKey);
     // BullMQ's de-duplication in the quarantine queue decides: a quarantined notification keeps its
     // event id, and replaying it into delivery must not find it already known.
-    const job = { name: data.eventType, data, opts: { jobId, deduplication: { id: data.eventId, ttl: settings.dedupWindowMs } } };
-    const ingestion: Ingestion = { adds: [{ queue: queues.quarantine, job }], binding: bindingOf(data, replayKey, opts.bind), eventId: data.eventId };
+    const job = {
+      name: data.eventType,
+      data,
+      opts: { jobId, deduplication: { id: data.eventId, ttl: settings.dedupWindowMs } },
+    };
+    const ingestion: Ingestion = {
+      adds: [{ queue: queues.quarantine, job }],
+      binding: bindingOf(data, replayKey, opts.bind),
+      eventId: data.eventId,
+    };
     const decision = await run(ingestion, () => queues.quarantine.waitUntilReady());
     if (decision.kind !== 'added') return refusalOf(decision);
     return decision.jobId === jobId ? 'accepted' : 'duplicate';
   }
 
-  async function addDeliveries(event: PlannedEvent, targets: readonly Target[], firstSeries?: SeriesStart): Promise<DeliveryPlan> {
+  async function addDeliveries(
+    event: PlannedEvent,
+    targets: readonly Target[],
+    firstSeries?: SeriesStart,
+  ): Promise<DeliveryPlan> {
     const plan = planDeliveries(event, targets, firstSeries);
     const adds = plan.deliveries.map((delivery) => {
       const queue = queues.delivery(delivery.target.name);
@@ -199,7 +242,11 @@ export function createProducer(connection: RedisClient, settings: ProducerSettin
     const first = adds[0];
     if (!first) return plan;
     // Nothing to bind or de-duplicate: the script is given a key of the event's own (never read) in the binding's place.
-    const ingestion: Ingestion = { adds, binding: { key: ownKeys.dedup(settings.prefix, event.eventId), none: true }, eventId: event.eventId };
+    const ingestion: Ingestion = {
+      adds,
+      binding: { key: ownKeys.dedup(settings.prefix, event.eventId), none: true },
+      eventId: event.eventId,
+    };
     await run(ingestion, () => first.queue.waitUntilReady());
     return plan;
   }
@@ -213,21 +260,30 @@ export function createProducer(connection: RedisClient, settings: ProducerSettin
   function confirmation(deadline: number): ReplicaConfirmation | undefined {
     if (settings.minReplicasAck === 0) return undefined;
     const margin = Math.min(WAIT_MARGIN_MS, settings.enqueueTimeoutMs / 4);
-    return { replicas: settings.minReplicasAck, timeoutMs: deadline - Date.now() - margin, markerKey: ownKeys.replicaMarker(settings.prefix) };
+    return {
+      replicas: settings.minReplicasAck,
+      timeoutMs: deadline - Date.now() - margin,
+      markerKey: ownKeys.replicaMarker(settings.prefix),
+    };
   }
 
   function confirmReplicated(replicas: number | undefined): void {
     if (settings.minReplicasAck === 0 || (replicas ?? 0) >= settings.minReplicasAck) return;
-    throw new EnqueueUnavailableError(`only ${replicas ?? 0} of ${settings.minReplicasAck} replicas confirmed the write within ${settings.enqueueTimeoutMs} ms`, { reason: 'replicas' });
+    throw new EnqueueUnavailableError(
+      `only ${replicas ?? 0} of ${settings.minReplicasAck} replicas confirmed the write within ${settings.enqueueTimeoutMs} ms`,
+      { reason: 'replicas' },
+    );
   }
 
   function bounded<T>(promise: Promise<T>): Promise<T> {
     const ms = settings.enqueueTimeoutMs;
-    return withTimeout(promise, ms, () => new EnqueueUnavailableError(`Redis did not confirm within ${ms} ms`)).catch((err: Error) => {
-      promise.catch(() => undefined);
-      if (err instanceof EnqueueUnavailableError || isProgrammingError(err)) throw err;
-      throw new EnqueueUnavailableError(`Redis refused: ${err.message}`, { cause: err });
-    });
+    return withTimeout(promise, ms, () => new EnqueueUnavailableError(`Redis did not confirm within ${ms} ms`)).catch(
+      (err: Error) => {
+        promise.catch(() => undefined);
+        if (err instanceof EnqueueUnavailableError || isProgrammingError(err)) throw err;
+        throw new EnqueueUnavailableError(`Redis refused: ${err.message}`, { cause: err });
+      },
+    );
   }
 
   return { enqueueEvent, enqueueQuarantine, addDeliveries };

@@ -37,7 +37,11 @@ export interface QueueRegistry {
   close(): Promise<void>;
 }
 
-export function createQueueRegistry(connection: RedisClient, options: PipelineOptions, observer: PipelineObserver = {}): QueueRegistry {
+export function createQueueRegistry(
+  connection: RedisClient,
+  options: PipelineOptions,
+  observer: PipelineObserver = {},
+): QueueRegistry {
   const { prefix } = options;
   const eventOptions = eventJobOptions(options.retention);
   const events = openEventQueues(connection, prefix, eventOptions);
@@ -50,7 +54,8 @@ export function createQueueRegistry(connection: RedisClient, options: PipelineOp
     const names = new Set(next.map((t) => t.name));
     const removed = [...deliveries].filter(([name]) => !names.has(name));
     for (const [name] of removed) deliveries.delete(name);
-    for (const t of next) if (!deliveries.has(t.name)) deliveries.set(t.name, openDeliveryQueue(connection, prefix, t.name));
+    for (const t of next)
+      if (!deliveries.has(t.name)) deliveries.set(t.name, openDeliveryQueue(connection, prefix, t.name));
     targets = next;
     return removed.map(([, queue]) => queue);
   }

@@ -19,7 +19,9 @@ export function requestIdsOf(payload: unknown): string[] {
   const top = (payload as { request_id?: unknown }).request_id;
   const data = (payload as { data?: unknown }).data;
   const nested = typeof data === 'object' && data !== null ? (data as { request_id?: unknown }).request_id : undefined;
-  return [...new Set([top, nested].filter((v): v is string => typeof v === 'string' && v.length > 0 && v.length <= 200))];
+  return [
+    ...new Set([top, nested].filter((v): v is string => typeof v === 'string' && v.length > 0 && v.length <= 200)),
+  ];
 }
 
 const DAY_MS = 86_400_000;
@@ -40,17 +42,31 @@ export function requestIndexBucket(prefix: string, requestId: string, atMs: numb
 }
 
 /** The index entries of an event (one per request id of its payload), written by the ingest script. */
-export function requestIndexEntries(prefix: string, payload: unknown, ttlMs: number, nowMs = Date.now()): { expiresAtMs: number; entries: { key: string; requestId: string }[] } | undefined {
+export function requestIndexEntries(
+  prefix: string,
+  payload: unknown,
+  ttlMs: number,
+  nowMs = Date.now(),
+): { expiresAtMs: number; entries: { key: string; requestId: string }[] } | undefined {
   const ids = requestIdsOf(payload);
   if (ids.length === 0) return undefined;
   // The bucket outlives the last entry of its day by the window.
   const expiresAtMs = (Math.floor(nowMs / DAY_MS) + 1) * DAY_MS + ttlMs;
-  return { expiresAtMs, entries: ids.map((requestId) => ({ key: requestIndexBucket(prefix, requestId, nowMs), requestId })) };
+  return {
+    expiresAtMs,
+    entries: ids.map((requestId) => ({ key: requestIndexBucket(prefix, requestId, nowMs), requestId })),
+  };
 }
 
 const LOOK_UP = loadLua(path.join(__dirname, 'lua'), 'request-index-lookup');
 
-export async function eventIdsForRequest(redis: RedisClient, prefix: string, requestId: string, ttlMs: number, nowMs = Date.now()): Promise<string[]> {
+export async function eventIdsForRequest(
+  redis: RedisClient,
+  prefix: string,
+  requestId: string,
+  ttlMs: number,
+  nowMs = Date.now(),
+): Promise<string[]> {
   const days = Math.ceil(ttlMs / DAY_MS) + 1;
   const buckets = Array.from({ length: days }, (_, i) => requestIndexBucket(prefix, requestId, nowMs - i * DAY_MS));
   const found = (await redis.eval(LOOK_UP, buckets.length, ...buckets, requestId)) as string[];

@@ -9,8 +9,13 @@ export type ParsedPayload = { ok: true; payload: unknown } | { ok: false; errors
  * JSON against what verification relied on (the legacy body timestamp) and returns a problem or
  * `undefined`.
  */
-export function parsePayload(definition: EventDefinition, text: string, confirm?: (json: unknown) => string | undefined): ParsedPayload {
-  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) return { ok: false, errors: [`body nests deeper than ${MAX_JSON_DEPTH} levels`] };
+export function parsePayload(
+  definition: EventDefinition,
+  text: string,
+  confirm?: (json: unknown) => string | undefined,
+): ParsedPayload {
+  if (nestsDeeperThan(text, MAX_JSON_DEPTH))
+    return { ok: false, errors: [`body nests deeper than ${MAX_JSON_DEPTH} levels`] };
   let json: unknown;
   try {
     json = JSON.parse(text);

@@ -52,7 +52,10 @@ export interface IncomingNotification {
 
 export type Refusal = { kind: 'rejected'; class: RejectionClass; detail: string };
 
-export type ReceiveResult = { kind: 'acknowledged'; outcome: VerifiedOutcome; eventId: string } | Refusal | { kind: 'unavailable'; eventId: string };
+export type ReceiveResult =
+  | { kind: 'acknowledged'; outcome: VerifiedOutcome; eventId: string }
+  | Refusal
+  | { kind: 'unavailable'; eventId: string };
 
 /** What is known of a notification before its body is read. */
 type NotificationStart = Pick<IncomingNotification, 'definition' | 'target' | 'startedAtHr' | 'span'>;
@@ -71,7 +74,9 @@ export function precheckNotification(
   span?: NotifySpan,
 ): CheckedHeaders | Refusal {
   const checked = deps.signature.headers(headers, deps.clock());
-  return isRejected(checked) ? rejected(deps, { definition, target, startedAtHr, span }, checked.reason, checked.detail) : checked;
+  return isRejected(checked)
+    ? rejected(deps, { definition, target, startedAtHr, span }, checked.reason, checked.detail)
+    : checked;
 }
 
 /** Whether the precheck refused rather than passing the checked headers on. */
@@ -102,12 +107,25 @@ export async function receiveNotification(deps: ReceiveDeps, n: IncomingNotifica
     return rejected(deps, n, 'malformed_merchant_id', 'X-Merch-Id must be 1 to 64 characters of A-Z a-z 0-9 _ . : -');
   }
 
-  const verified = deps.signature.body(n.checked, { method: 'POST', target: n.target, headers: n.headers, body: n.body, nowMs: deps.clock() });
+  const verified = deps.signature.body(n.checked, {
+    method: 'POST',
+    target: n.target,
+    headers: n.headers,
+    body: n.body,
+    nowMs: deps.clock(),
+  });
   if (!verified.ok) return rejected(deps, n, verified.reason, verified.detail);
   const rules = deps.environment(verified.environment);
   if (rules?.sourceAllowed) {
     const source = n.source?.();
-    if (!rules.sourceAllowed(source)) return rejected(deps, n, 'source_not_allowed', `the ${verified.environment} environment's notifications come from its sourceCidrs only`, source);
+    if (!rules.sourceAllowed(source))
+      return rejected(
+        deps,
+        n,
+        'source_not_allowed',
+        `the ${verified.environment} environment's notifications come from its sourceCidrs only`,
+        source,
+      );
   }
 
   const eventId = eventIdFor(eventType, verified.environment, n.body);
@@ -117,7 +135,8 @@ export async function receiveNotification(deps: ReceiveDeps, n: IncomingNotifica
   // A legacy body whose parsed timestamp differs from the scanned one that verified is genuine (the
   // platform signed it) but ambiguous: quarantined and acknowledged, like any other verified body that
   // is not a valid notification, so it is kept for an operator, never forwarded, and not retried forever.
-  const confirm = verified.scheme === 'legacy' ? (json: unknown) => legacyTimestampMismatch(json, verified.timestamp) : undefined;
+  const confirm =
+    verified.scheme === 'legacy' ? (json: unknown) => legacyTimestampMismatch(json, verified.timestamp) : undefined;
   const parsed = utf8 ? parsePayload(n.definition, text, confirm) : NOT_UTF8;
   const accepted = !parsed.ok || !rules?.accept || rules.accept(parsed.payload, merchantId);
   const received = receivedOf(n, verified, eventId, merchantId, utf8 ? text : n.body.toString('base64'), utf8);
@@ -141,7 +160,9 @@ export async function receiveNotification(deps: ReceiveDeps, n: IncomingNotifica
       reason = 'signature_reused';
       errors = [`legacy signature already accepted for ${result.boundTo}; this copy arrived for ${eventType}`];
       const boundTo = result.boundTo;
-      result = await deps.ingest.enqueueQuarantine({ ...received, reason, errors }, verified.replayKey, { bind: false });
+      result = await deps.ingest.enqueueQuarantine({ ...received, reason, errors }, verified.replayKey, {
+        bind: false,
+      });
       if (result === 'accepted') result = { kind: 'signature_reused', boundTo };
     }
   } catch (err) {
@@ -152,10 +173,21 @@ export async function receiveNotification(deps: ReceiveDeps, n: IncomingNotifica
 
   const series = deps.metrics.eventType(eventType).environment(verified.environment);
   const outcome = outcomeOf(result, reason);
-  const counter = reason === 'signature_reused' && outcome === 'quarantined' ? series.quarantined(reason) : series.outcome[outcome].count;
+  const counter =
+    reason === 'signature_reused' && outcome === 'quarantined'
+      ? series.quarantined(reason)
+      : series.outcome[outcome].count;
   counter.inc();
   const latencyMs = performance.now() - n.startedAtHr;
-  const line = { eventId, eventType, environment: verified.environment, nonce: verified.replayKey, merchantId, outcome, latencyMs: roundMs(latencyMs) };
+  const line = {
+    eventId,
+    eventType,
+    environment: verified.environment,
+    nonce: verified.replayKey,
+    merchantId,
+    outcome,
+    latencyMs: roundMs(latencyMs),
+  };
   if (n.span) {
     n.span.outcome(outcome, reason);
     deps.metrics.observeAck(eventType, outcome, latencyMs / 1000, n.span.traceId);
@@ -164,9 +196,16 @@ export async function receiveNotification(deps: ReceiveDeps, n: IncomingNotifica
     series.outcome[outcome].latency.observe(latencyMs / 1000);
   }
   if (typeof result === 'object' && result.kind === 'conflict') {
-    deps.logger.warn('notification not queued: the same body arrived before under another X-Merch-Id', { ...line, firstMerchantId: result.firstMerchantId || undefined });
+    deps.logger.warn('notification not queued: the same body arrived before under another X-Merch-Id', {
+      ...line,
+      firstMerchantId: result.firstMerchantId || undefined,
+    });
   } else if (outcome === 'quarantined' && reason === 'signature_reused') {
-    deps.logger.warn('notification quarantined: its legacy signature was accepted before for another event type', { ...line, reason, errors });
+    deps.logger.warn('notification quarantined: its legacy signature was accepted before for another event type', {
+      ...line,
+      reason,
+      errors,
+    });
   } else if (outcome === 'not_accepted') {
     deps.logger.warn('notification quarantined: verified, but its environment does not accept it', { ...line, reason });
   } else if (outcome === 'quarantined') {
@@ -174,7 +213,8 @@ export async function receiveNotification(deps: ReceiveDeps, n: IncomingNotifica
     if (deps.logger.isDebugEnabled()) deps.logger.debug('quarantined body', { eventId, body: maskedBody(deps, text) });
   } else {
     deps.logger.record('info', 'notification received', line);
-    if (parsed.ok && deps.logger.isDebugEnabled()) deps.logger.debug('notification body', { eventId, body: deps.mask(parsed.payload) });
+    if (parsed.ok && deps.logger.isDebugEnabled())
+      deps.logger.debug('notification body', { eventId, body: deps.mask(parsed.payload) });
   }
   return { kind: 'acknowledged', outcome, eventId };
 }
@@ -182,7 +222,10 @@ export async function receiveNotification(deps: ReceiveDeps, n: IncomingNotifica
 const NOT_UTF8: ParsedPayload = { ok: false, errors: ['body is not valid UTF-8'] };
 
 /** How an enqueue ends, as counted: a new quarantine counts as one (`not_accepted` on its own), a known one as what it is. */
-function outcomeOf(result: EnqueueResult, reason: QuarantineReason | undefined): Exclude<VerifiedOutcome, 'unavailable'> {
+function outcomeOf(
+  result: EnqueueResult,
+  reason: QuarantineReason | undefined,
+): Exclude<VerifiedOutcome, 'unavailable'> {
   if (typeof result === 'object') return result.kind === 'conflict' ? 'conflict' : 'quarantined';
   if (result !== 'accepted' || reason === undefined) return result;
   return reason === 'not_accepted' ? 'not_accepted' : 'quarantined';
@@ -192,7 +235,14 @@ function outcomeOf(result: EnqueueResult, reason: QuarantineReason | undefined):
  * What every job of the notification holds, built in one object literal: optional fields are set
  * only when present, as the job's JSON has always had them.
  */
-function receivedOf(n: IncomingNotification, verified: Verified, eventId: string, merchantId: string | undefined, rawBody: string, utf8: boolean): Received {
+function receivedOf(
+  n: IncomingNotification,
+  verified: Verified,
+  eventId: string,
+  merchantId: string | undefined,
+  rawBody: string,
+  utf8: boolean,
+): Received {
   const contentType = n.headers['content-type'];
   return {
     eventId,
@@ -211,19 +261,41 @@ function receivedOf(n: IncomingNotification, verified: Verified, eventId: string
   };
 }
 
-function rejected(deps: ReceiveDeps, n: NotificationStart, reason: RejectionReason, detail: string, source?: string): Refusal {
+function rejected(
+  deps: ReceiveDeps,
+  n: NotificationStart,
+  reason: RejectionReason,
+  detail: string,
+  source?: string,
+): Refusal {
   const eventType = n.definition.type;
   const series = deps.metrics.eventType(eventType);
   series.rejected(reason).inc();
   n.span?.outcome('rejected', reason);
-  if (n.span) deps.metrics.observeAck(eventType, 'rejected', (performance.now() - n.startedAtHr) / 1000, n.span.traceId);
+  if (n.span)
+    deps.metrics.observeAck(eventType, 'rejected', (performance.now() - n.startedAtHr) / 1000, n.span.traceId);
   else series.rejectedLatency.observe((performance.now() - n.startedAtHr) / 1000);
-  deps.logger.warn('notification rejected', { eventType, outcome: 'rejected', reason, detail, path: n.target, ...(source !== undefined ? { source } : {}), latencyMs: elapsed(n), ...n.span?.logIds });
+  deps.logger.warn('notification rejected', {
+    eventType,
+    outcome: 'rejected',
+    reason,
+    detail,
+    path: n.target,
+    ...(source !== undefined ? { source } : {}),
+    latencyMs: elapsed(n),
+    ...n.span?.logIds,
+  });
   return { kind: 'rejected', class: REJECTION_CLASS[reason], detail };
 }
 
 /** Redis did not confirm: counted, logged, answered 503; anything else is a bug and goes up. */
-function unavailable(deps: ReceiveDeps, n: IncomingNotification, err: unknown, verified: Verified, eventId: string): ReceiveResult {
+function unavailable(
+  deps: ReceiveDeps,
+  n: IncomingNotification,
+  err: unknown,
+  verified: Verified,
+  eventId: string,
+): ReceiveResult {
   if (!(err instanceof EnqueueUnavailableError)) throw err;
   const eventType = n.definition.type;
   const series = deps.metrics.eventType(eventType);
@@ -232,9 +304,20 @@ function unavailable(deps: ReceiveDeps, n: IncomingNotification, err: unknown, v
   const unavailableSeries = series.environment(verified.environment).outcome.unavailable;
   unavailableSeries.count.inc();
   n.span?.outcome('unavailable', err.reason);
-  if (n.span) deps.metrics.observeAck(eventType, 'unavailable', (performance.now() - n.startedAtHr) / 1000, n.span.traceId);
+  if (n.span)
+    deps.metrics.observeAck(eventType, 'unavailable', (performance.now() - n.startedAtHr) / 1000, n.span.traceId);
   else unavailableSeries.latency.observe((performance.now() - n.startedAtHr) / 1000);
-  deps.logger.error('notification not queued: Redis unavailable', { eventId, eventType, environment: verified.environment, nonce: verified.replayKey, outcome: 'unavailable', reason: err.reason, error: err.message, latencyMs: elapsed(n), ...n.span?.logIds });
+  deps.logger.error('notification not queued: Redis unavailable', {
+    eventId,
+    eventType,
+    environment: verified.environment,
+    nonce: verified.replayKey,
+    outcome: 'unavailable',
+    reason: err.reason,
+    error: err.message,
+    latencyMs: elapsed(n),
+    ...n.span?.logIds,
+  });
   return { kind: 'unavailable', eventId };
 }
 

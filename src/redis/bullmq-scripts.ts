@@ -5,7 +5,11 @@
  * test/bullmq-scripts.test.ts records what each one is: an upgrade that changes or renames one fails
  * there, with what to check, instead of here at start.
  */
-export const EMBEDDED_SCRIPTS = { addStandardJob: 'addStandardJob-9', addDelayedJob: 'addDelayedJob-6', promote: 'promote-9' } as const;
+export const EMBEDDED_SCRIPTS = {
+  addStandardJob: 'addStandardJob-9',
+  addDelayedJob: 'addDelayedJob-6',
+  promote: 'promote-9',
+} as const;
 
 export type EmbeddedScript = keyof typeof EMBEDDED_SCRIPTS;
 
@@ -21,9 +25,15 @@ export function bullmqScript(name: EmbeddedScript): BullmqScript {
   try {
     script = (require(`bullmq/dist/cjs/scripts/${file}`) as Record<string, BullmqScript | undefined>)[name];
   } catch (err) {
-    throw new Error(`BullMQ ${installedVersion()} does not ship its ${file} script, which ours embed: install the version package.json pins`, { cause: err });
+    throw new Error(
+      `BullMQ ${installedVersion()} does not ship its ${file} script, which ours embed: install the version package.json pins`,
+      { cause: err },
+    );
   }
-  if (!script?.content) throw new Error(`BullMQ ${installedVersion()}'s ${file} script module has no ${name}: install the version package.json pins`);
+  if (!script?.content)
+    throw new Error(
+      `BullMQ ${installedVersion()}'s ${file} script module has no ${name}: install the version package.json pins`,
+    );
   return script;
 }
 

@@ -30,7 +30,10 @@ export interface RedisConnector {
 const DROP_AT_ONCE: RedisOptions = { disconnectTimeout: 0 };
 
 /** Per-connection behaviour by role; the same for one Redis, a sentinel-managed master or each cluster node. */
-function roleOptions(role: ConnectionRole, enqueueTimeoutMs: number): { options: RedisOptions; reconnect: (times: number) => number | null } {
+function roleOptions(
+  role: ConnectionRole,
+  enqueueTimeoutMs: number,
+): { options: RedisOptions; reconnect: (times: number) => number | null } {
   const forever = (times: number) => Math.min(times * 100, 2000);
   switch (role) {
     case 'producer':
@@ -44,7 +47,10 @@ function roleOptions(role: ConnectionRole, enqueueTimeoutMs: number): { options:
         reconnect: forever,
       };
     case 'operator':
-      return { options: { maxRetriesPerRequest: 1, connectTimeout: 3000, commandTimeout: 10000 }, reconnect: (times) => (times > 3 ? null : 300) };
+      return {
+        options: { maxRetriesPerRequest: 1, connectTimeout: 3000, commandTimeout: 10000 },
+        reconnect: (times) => (times > 3 ? null : 300),
+      };
     case 'worker':
       return { options: { maxRetriesPerRequest: null }, reconnect: forever };
   }
@@ -115,5 +121,7 @@ export function whenReady(connection: RedisClient): Promise<void> {
  * the same error on each reconnect, so each distinct error is a line per interval with a count.
  */
 export function reportConnectionErrors(connection: RedisClient, logger: Logger, role: string): void {
-  connection.on('error', (err: Error) => logger.repeated('warn', `redis:${err.message}`, 'redis connection error', { role, error: err.message }));
+  connection.on('error', (err: Error) =>
+    logger.repeated('warn', `redis:${err.message}`, 'redis connection error', { role, error: err.message }),
+  );
 }

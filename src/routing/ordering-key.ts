@@ -9,7 +9,11 @@ const MAX_KEY_LENGTH = 200;
  * body, or the `X-Merch-Id` header for `merchantId`. A string, a finite number or a boolean is a key
  * (numbers and booleans as their JSON text); anything else, or nothing, leaves the event unordered.
  */
-export function orderingKeyOf(target: Pick<Target, 'order'>, payload: unknown, merchantId: string | undefined): string | undefined {
+export function orderingKeyOf(
+  target: Pick<Target, 'order'>,
+  payload: unknown,
+  merchantId: string | undefined,
+): string | undefined {
   const path = target.order?.key;
   if (path === undefined) return undefined;
   if (path === 'merchantId') return merchantId;
@@ -18,7 +22,14 @@ export function orderingKeyOf(target: Pick<Target, 'order'>, payload: unknown, m
     if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
     value = (value as Record<string, unknown>)[part];
   }
-  const text = typeof value === 'string' ? value : typeof value === 'number' && Number.isFinite(value) ? String(value) : typeof value === 'boolean' ? String(value) : undefined;
+  const text =
+    typeof value === 'string'
+      ? value
+      : typeof value === 'number' && Number.isFinite(value)
+        ? String(value)
+        : typeof value === 'boolean'
+          ? String(value)
+          : undefined;
   return text !== undefined && text.length > 0 && text.length <= MAX_KEY_LENGTH ? text : undefined;
 }
 

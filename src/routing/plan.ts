@@ -25,7 +25,11 @@ export interface DeliveryPlan {
  * plan here, so a delivery is ordered or unordered by the same rule whoever writes it.
  * `firstSeries` marks a delivery a resend adds.
  */
-export function planDeliveries(event: PlannedEvent, targets: readonly Target[], firstSeries?: SeriesStart): DeliveryPlan {
+export function planDeliveries(
+  event: PlannedEvent,
+  targets: readonly Target[],
+  firstSeries?: SeriesStart,
+): DeliveryPlan {
   const routing = routeEvent(targets, event);
   const filtered = routing.filtered.map((t) => t.name);
   const deliveries: PlannedDelivery[] = [];

@@ -24,7 +24,10 @@ function testOf(target: Target, filter: EventFilter): FilterTest {
  * claim a sub-merchant that its header did not.
  */
 export function filterDocument(payload: unknown, merchantId: string | undefined): Record<string, unknown> {
-  const { merchantId: _fromBody, ...body } = typeof payload === 'object' && payload !== null && !Array.isArray(payload) ? (payload as Record<string, unknown>) : {};
+  const { merchantId: _fromBody, ...body } =
+    typeof payload === 'object' && payload !== null && !Array.isArray(payload)
+      ? (payload as Record<string, unknown>)
+      : {};
   return merchantId === undefined ? body : { ...body, merchantId };
 }
 
@@ -42,7 +45,10 @@ export interface RoutedEvent {
  * its environment, split by their filter. An event with subscribers but no `deliver` is routed
  * (every subscriber chose not to take it), unlike one with no subscriber at all.
  */
-export function routeEvent(targets: readonly Target[], { eventType, payload, merchantId, environment }: RoutedEvent): Routing {
+export function routeEvent(
+  targets: readonly Target[],
+  { eventType, payload, merchantId, environment }: RoutedEvent,
+): Routing {
   const routing: Routing = { deliver: [], filtered: [] };
   let document: Record<string, unknown> | undefined;
   for (const target of targets) {

@@ -59,7 +59,8 @@ export function findBodyTimestamp(body: Buffer): BodyTimestamp {
       if (escaped || end - start !== KEY.length || body.compare(KEY, 0, KEY.length, start, end) !== 0) continue;
       if (timestamp !== undefined) return { found: false, problem: 'body timestamp appears more than once' };
       const value = readInteger(body, i);
-      if (value === undefined) return { found: false, problem: 'body timestamp is not a non-negative integer (milliseconds)' };
+      if (value === undefined)
+        return { found: false, problem: 'body timestamp is not a non-negative integer (milliseconds)' };
       timestamp = value.value;
       i = value.next;
       continue;
@@ -75,7 +76,9 @@ export function findBodyTimestamp(body: Buffer): BodyTimestamp {
     }
     i++;
   }
-  return timestamp === undefined ? { found: false, problem: 'body timestamp (integer milliseconds) is missing' } : { found: true, timestamp };
+  return timestamp === undefined
+    ? { found: false, problem: 'body timestamp (integer milliseconds) is missing' }
+    : { found: true, timestamp };
 }
 
 /** Reads `: <digits>` after a key; the digits must end the value (no fraction, exponent or sign). */

@@ -21,8 +21,10 @@ export interface SignatureCheck {
 export function createSignatureCheck(opts: VerifierOptions): SignatureCheck {
   const schemeOf = createSchemeSelector(opts);
   return {
-    headers: (headers, nowMs) => (schemeOf(headers) === 'current' ? checkCurrentHeaders(headers, nowMs, opts) : checkLegacyHeaders(headers, opts)),
-    body: (checked, req) => (checked.scheme === 'current' ? verifyCurrentBody(checked, req, opts) : verifyLegacyBody(checked, req, opts)),
+    headers: (headers, nowMs) =>
+      schemeOf(headers) === 'current' ? checkCurrentHeaders(headers, nowMs, opts) : checkLegacyHeaders(headers, opts),
+    body: (checked, req) =>
+      checked.scheme === 'current' ? verifyCurrentBody(checked, req, opts) : verifyLegacyBody(checked, req, opts),
   };
 }
 

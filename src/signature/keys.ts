@@ -40,12 +40,22 @@ function parsePem(block: string, source: string): PlatformKey {
   if (block.startsWith('-----BEGIN CERTIFICATE-----')) {
     const certificate = attemptCertificate(block, source);
     const key = requireRsa(certificate.publicKey, source);
-    return { key, source, validity: { notBefore: new Date(certificate.validFrom), notAfter: new Date(certificate.validTo) } };
+    return {
+      key,
+      source,
+      validity: { notBefore: new Date(certificate.validFrom), notAfter: new Date(certificate.validTo) },
+    };
   }
   if (block.includes('PRIVATE KEY')) {
     throw new PublicKeyConfigError(`${source}: is a private key; configure the platform's public key`);
   }
-  return { key: requireRsa(attempt(() => createPublicKey(block), source, 'PEM public key'), source), source };
+  return {
+    key: requireRsa(
+      attempt(() => createPublicKey(block), source, 'PEM public key'),
+      source,
+    ),
+    source,
+  };
 }
 
 function attemptCertificate(block: string, source: string): X509Certificate {
@@ -78,7 +88,9 @@ function attempt(parse: () => KeyObject, source: string, form: string): KeyObjec
 
 function requireRsa(key: KeyObject, source: string): KeyObject {
   if (key.asymmetricKeyType !== 'rsa') {
-    throw new PublicKeyConfigError(`${source}: is a ${key.asymmetricKeyType ?? 'unknown'} key; SHA256withRSA needs RSA`);
+    throw new PublicKeyConfigError(
+      `${source}: is a ${key.asymmetricKeyType ?? 'unknown'} key; SHA256withRSA needs RSA`,
+    );
   }
   const bits = key.asymmetricKeyDetails?.modulusLength ?? 0;
   if (bits < MIN_RSA_BITS) {

@@ -24,7 +24,6 @@ export const REJECTION_CLASS: Record<RejectionReason, RejectionClass> = {
   source_not_allowed: 'source',
 };
 
-
 export interface Verified {
   ok: true;
   scheme: SignatureScheme;

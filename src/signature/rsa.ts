@@ -14,7 +14,11 @@ export function verifyRsaSha256(data: Buffer, signature: Buffer, keys: readonly 
  * legacy string differs by environment: it holds the merchant id), or undefined when none does. At
  * most one RSA verification per configured key.
  */
-export function verifyingEnvironment<E extends VerifierEnvironment>(environments: readonly E[], signature: Buffer, signed: (environment: E) => Buffer | undefined): E | undefined {
+export function verifyingEnvironment<E extends VerifierEnvironment>(
+  environments: readonly E[],
+  signature: Buffer,
+  signed: (environment: E) => Buffer | undefined,
+): E | undefined {
   for (const environment of environments) {
     const data = signed(environment);
     if (data !== undefined && verifyRsaSha256(data, signature, environment.keys)) return environment;

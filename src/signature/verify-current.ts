@@ -13,7 +13,13 @@ const LF = Buffer.from('\n');
  * Spec 5.1: five lines, each ended by LF. Line 5 is the body as sent plus one LF, which also covers
  * the rules for an empty body and for a body that itself ends with LF.
  */
-export function currentStringToSign(method: string, target: string, timestamp: string, nonce: string, body: Buffer): Buffer {
+export function currentStringToSign(
+  method: string,
+  target: string,
+  timestamp: string,
+  nonce: string,
+  body: Buffer,
+): Buffer {
   return Buffer.concat([Buffer.from(`${method}\n${target}\n${timestamp}\n${nonce}\n`, 'utf8'), body, LF]);
 }
 
@@ -41,7 +47,13 @@ const namesByPrefix = new Map<string, CurrentNames>();
 function namesOf(prefix: string): CurrentNames {
   let names = namesByPrefix.get(prefix);
   if (names === undefined) {
-    names = { timestamp: `${prefix}-timestamp`, nonce: `${prefix}-nonce`, sign: `${prefix}-sign`, appId: `${prefix}-appid`, signAlg: `${prefix}-sign-alg` };
+    names = {
+      timestamp: `${prefix}-timestamp`,
+      nonce: `${prefix}-nonce`,
+      sign: `${prefix}-sign`,
+      appId: `${prefix}-appid`,
+      signAlg: `${prefix}-sign-alg`,
+    };
     namesByPrefix.set(prefix, names);
   }
   return names;
@@ -53,7 +65,11 @@ function namesOf(prefix: string): CurrentNames {
  * body is read; the body check (`verifyCurrentBody`) takes its result, so the precheck and the
  * verifier refuse the same headers with the same reason and detail.
  */
-export function checkCurrentHeaders(headers: HeaderBag, nowMs: number, opts: VerifierOptions): CurrentHeaders | Rejected {
+export function checkCurrentHeaders(
+  headers: HeaderBag,
+  nowMs: number,
+  opts: VerifierOptions,
+): CurrentHeaders | Rejected {
   const name = namesOf(opts.headerPrefix);
   const timestamp = headerValue(headers, name.timestamp);
   const nonce = headerValue(headers, name.nonce);
@@ -62,23 +78,33 @@ export function checkCurrentHeaders(headers: HeaderBag, nowMs: number, opts: Ver
   const signAlg = headerValue(headers, name.signAlg);
 
   if (timestamp === undefined) return reject('missing_header', `${name.timestamp} is missing`);
-  if (!TIMESTAMP.test(timestamp)) return reject('malformed_header', `${name.timestamp} must be 1 to 13 digits (milliseconds)`);
+  if (!TIMESTAMP.test(timestamp))
+    return reject('malformed_header', `${name.timestamp} must be 1 to 13 digits (milliseconds)`);
   if (nonce === undefined) return reject('missing_header', `${name.nonce} is missing`);
-  if (nonce.length < 10 || nonce.length > 100) return reject('malformed_header', `${name.nonce} must be 10 to 100 characters`);
+  if (nonce.length < 10 || nonce.length > 100)
+    return reject('malformed_header', `${name.nonce} must be 10 to 100 characters`);
   if (sign === undefined || sign === '') return reject('missing_signature', `${name.sign} is missing`);
   if (sign.length > 500) return reject('malformed_header', `${name.sign} must be at most 500 characters`);
   const signature = decodeSignatureHeader(sign);
   if (!signature) return reject('malformed_signature', `${name.sign} is not canonical (URL-encoded) Base64`);
-  if (signAlg !== undefined && signAlg !== SIGN_ALG) return reject('malformed_header', `${name.signAlg} must be ${SIGN_ALG}`);
+  if (signAlg !== undefined && signAlg !== SIGN_ALG)
+    return reject('malformed_header', `${name.signAlg} must be ${SIGN_ALG}`);
   if (appId !== undefined) {
-    if (appId.length < 1 || appId.length > 64) return reject('malformed_header', `${name.appId} must be 1 to 64 characters`);
-    if (!opts.environments.some((e) => e.appId === undefined || e.appId === appId)) return reject('malformed_header', `${name.appId} is not the platform's`);
+    if (appId.length < 1 || appId.length > 64)
+      return reject('malformed_header', `${name.appId} must be 1 to 64 characters`);
+    if (!opts.environments.some((e) => e.appId === undefined || e.appId === appId))
+      return reject('malformed_header', `${name.appId} is not the platform's`);
   }
 
   const timestampMs = Number(timestamp);
-  if (outsideWindow(timestampMs, nowMs, opts)) return reject('timestamp_outside_window', `${name.timestamp} is outside the allowed window`);
+  if (outsideWindow(timestampMs, nowMs, opts))
+    return reject('timestamp_outside_window', `${name.timestamp} is outside the allowed window`);
 
-  const signatureHeaders: Record<string, string> = { [name.timestamp]: timestamp, [name.nonce]: nonce, [name.sign]: sign };
+  const signatureHeaders: Record<string, string> = {
+    [name.timestamp]: timestamp,
+    [name.nonce]: nonce,
+    [name.sign]: sign,
+  };
   if (appId !== undefined) signatureHeaders[name.appId] = appId;
   if (signAlg !== undefined) signatureHeaders[name.signAlg] = signAlg;
   return { scheme: 'current', timestamp, timestampMs, nonce, signature, signatureHeaders };
@@ -106,5 +132,12 @@ export function verifyCurrentBody(checked: CurrentHeaders, req: SignedRequest, o
     return reject('malformed_header', `${name.appId} is not the ${environment.name} environment's`);
   }
   // The nonce is signed and unique per notification: it alone decides replay.
-  return { ok: true, scheme: 'current', environment: environment.name, timestamp: checked.timestampMs, replayKey: checked.nonce, signatureHeaders: checked.signatureHeaders };
+  return {
+    ok: true,
+    scheme: 'current',
+    environment: environment.name,
+    timestamp: checked.timestampMs,
+    replayKey: checked.nonce,
+    signatureHeaders: checked.signatureHeaders,
+  };
 }

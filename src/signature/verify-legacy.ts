@@ -37,9 +37,12 @@ export function checkLegacyHeaders(headers: HeaderBag, opts: VerifierOptions): L
   if (sign.length > 500) return reject('malformed_header', 'signature must be at most 500 characters');
   const signature = decodeSignatureHeader(sign);
   if (!signature) return reject('malformed_signature', 'signature is not canonical (URL-encoded) Base64');
-  if (type !== 'RSA256') return reject(type === undefined ? 'missing_header' : 'malformed_header', 'type must be RSA256');
-  if (version !== 'v1.2') return reject(version === undefined ? 'missing_header' : 'malformed_header', 'version must be v1.2');
-  if (!opts.environments.some((e) => e.merchantId !== undefined)) return reject('bad_signature', 'legacy scheme needs MERCHANT_ID');
+  if (type !== 'RSA256')
+    return reject(type === undefined ? 'missing_header' : 'malformed_header', 'type must be RSA256');
+  if (version !== 'v1.2')
+    return reject(version === undefined ? 'missing_header' : 'malformed_header', 'version must be v1.2');
+  if (!opts.environments.some((e) => e.merchantId !== undefined))
+    return reject('bad_signature', 'legacy scheme needs MERCHANT_ID');
   return { scheme: 'legacy', signature, signatureHeaders: { signature: sign, type, version } };
 }
 
@@ -76,5 +79,7 @@ export function verifyLegacyBody(checked: LegacyHeaders, req: SignedRequest, opt
  */
 export function legacyTimestampMismatch(json: unknown, verifiedTimestamp: number): string | undefined {
   const parsed = typeof json === 'object' && json !== null ? (json as { timestamp?: unknown }).timestamp : undefined;
-  return parsed === verifiedTimestamp ? undefined : 'timestamp: differs from the timestamp the signature was verified with';
+  return parsed === verifiedTimestamp
+    ? undefined
+    : 'timestamp: differs from the timestamp the signature was verified with';
 }

@@ -3,8 +3,18 @@ import type { EventType } from '../model/event-table';
 
 const STATUS_BY_TYPE: Record<EventType, Record<string, unknown>> = {
   'onboarding.result': { status: 'APPROVED', merchant_name: 'Example Trading Ltd' },
-  'collection_account.result': { status: 'SUCCESS', account_no: '6222020200112233', currency: 'USD', bank_name: 'Example Bank' },
-  'remittance.incoming': { amount: '1250.00', currency: 'USD', payer_name: 'ACME Corp', account_no: '6222020200112233' },
+  'collection_account.result': {
+    status: 'SUCCESS',
+    account_no: '6222020200112233',
+    currency: 'USD',
+    bank_name: 'Example Bank',
+  },
+  'remittance.incoming': {
+    amount: '1250.00',
+    currency: 'USD',
+    payer_name: 'ACME Corp',
+    account_no: '6222020200112233',
+  },
   'settlement.result': { status: 'SUCCESS', amount: '1250.00', currency: 'USD' },
   'payee.result': { status: 'APPROVED', payee_name: 'Jane Doe', account_number: 'DE89370400440532013000' },
   'fx.result': { status: 'SUCCESS', sell_currency: 'USD', buy_currency: 'EUR', sell_amount: '1000.00', rate: '0.9213' },

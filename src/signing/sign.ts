@@ -29,7 +29,10 @@ export function signCurrent(input: CurrentSignInput): Record<string, string> {
   const headers: Record<string, string> = {
     [`${prefix}-timestamp`]: timestamp,
     [`${prefix}-nonce`]: nonce,
-    [`${prefix}-sign`]: signBase64UrlEncoded(currentStringToSign('POST', input.target, timestamp, nonce, input.body), input.privateKey),
+    [`${prefix}-sign`]: signBase64UrlEncoded(
+      currentStringToSign('POST', input.target, timestamp, nonce, input.body),
+      input.privateKey,
+    ),
     [`${prefix}-sign-alg`]: 'SHA256_WITH_RSA',
   };
   if (input.appId) headers[`${prefix}-appid`] = input.appId;
@@ -37,7 +40,12 @@ export function signCurrent(input: CurrentSignInput): Record<string, string> {
 }
 
 /** Signs as the v1.2 scheme does (spec 5.2); the body must carry the integer `timestamp`. */
-export function signLegacy(privateKey: KeyObject | string, merchantId: string, timestamp: number, body: Buffer): Record<string, string> {
+export function signLegacy(
+  privateKey: KeyObject | string,
+  merchantId: string,
+  timestamp: number,
+  body: Buffer,
+): Record<string, string> {
   return {
     signature: signBase64UrlEncoded(legacyStringToSign(merchantId, timestamp, body), privateKey),
     type: 'RSA256',

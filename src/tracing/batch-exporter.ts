@@ -12,11 +12,18 @@ import type { OtlpProtocol } from './settings';
  */
 export function createBatchExporter(url: string, protocol: OtlpProtocol): BatchExporter {
   const json = protocol === 'http/json';
-  const options = convertLegacyHttpOptions({ url }, 'TRACES', 'v1/traces', { 'Content-Type': json ? 'application/json' : 'application/x-protobuf' });
+  const options = convertLegacyHttpOptions({ url }, 'TRACES', 'v1/traces', {
+    'Content-Type': json ? 'application/json' : 'application/x-protobuf',
+  });
   // The collector's answer (its partial successes, which the delegate logs) is read by the library's own serializer.
   const { deserializeResponse } = json ? JsonTraceSerializer : ProtobufTraceSerializer;
   const serializer = { serializeRequest: (batch: SpanBatch) => batch.request(), deserializeResponse };
-  const delegate = createOtlpHttpExportDelegate(options, serializer, 'otlp_http_span_exporter', { name: 'span', countItems: (batch: SpanBatch) => batch.count }, undefined);
+  const delegate = createOtlpHttpExportDelegate(
+    options,
+    serializer,
+    'otlp_http_span_exporter',
+    { name: 'span', countItems: (batch: SpanBatch) => batch.count },
+    undefined,
+  );
   return new OTLPExporterBase<SpanBatch>(delegate);
 }
-

@@ -38,11 +38,14 @@ export class EncodingSpanProcessor implements SpanProcessor {
   onEnd(span: ReadableSpan): void {
     if (this.stopped || (span.spanContext().traceFlags & TraceFlags.SAMPLED) === 0) return;
     if (this.queued >= this.settings.maxQueueSize) {
-      if (this.dropped++ === 0) this.report(`dropping spans: the export queue (OTEL_BSP_MAX_QUEUE_SIZE ${this.settings.maxQueueSize}) is full`);
+      if (this.dropped++ === 0)
+        this.report(`dropping spans: the export queue (OTEL_BSP_MAX_QUEUE_SIZE ${this.settings.maxQueueSize}) is full`);
       return;
     }
     if (this.dropped > 0) {
-      this.report(`dropped ${this.dropped} spans: the export queue (OTEL_BSP_MAX_QUEUE_SIZE ${this.settings.maxQueueSize}) was full`);
+      this.report(
+        `dropped ${this.dropped} spans: the export queue (OTEL_BSP_MAX_QUEUE_SIZE ${this.settings.maxQueueSize}) was full`,
+      );
       this.dropped = 0;
     }
     let open = this.batches[this.batches.length - 1];
@@ -93,7 +96,8 @@ export class EncodingSpanProcessor implements SpanProcessor {
     this.queued -= batch.count;
     const exporting = this.send(batch).then(
       () => undefined,
-      (err: unknown) => this.report(`an export of ${batch.count} spans failed: ${err instanceof Error ? err.message : String(err)}`),
+      (err: unknown) =>
+        this.report(`an export of ${batch.count} spans failed: ${err instanceof Error ? err.message : String(err)}`),
     );
     this.exporting = exporting.finally(() => {
       this.exporting = undefined;
@@ -103,9 +107,13 @@ export class EncodingSpanProcessor implements SpanProcessor {
   }
 
   private async send(batch: SpanBatch): Promise<void> {
-    for (const resource of batch.groups.keys()) if (resource.asyncAttributesPending) await resource.waitForAsyncAttributes?.();
+    for (const resource of batch.groups.keys())
+      if (resource.asyncAttributesPending) await resource.waitForAsyncAttributes?.();
     await new Promise<void>((resolve, reject) => {
-      const timeout = setTimeout(() => reject(new Error(`no answer within OTEL_BSP_EXPORT_TIMEOUT (${this.settings.exportTimeoutMillis} ms)`)), this.settings.exportTimeoutMillis);
+      const timeout = setTimeout(
+        () => reject(new Error(`no answer within OTEL_BSP_EXPORT_TIMEOUT (${this.settings.exportTimeoutMillis} ms)`)),
+        this.settings.exportTimeoutMillis,
+      );
       // The exporter's own HTTP request is never traced.
       context.with(suppressTracing(context.active()), () =>
         this.exporter.export(batch, (result) => {

@@ -34,7 +34,10 @@ export class SpanBatch {
     }
     let group = scopes.get(span.instrumentationScope);
     if (group === undefined) {
-      group = this.protocol === 'http/json' ? { scope: span.instrumentationScope, json: [] } : { scope: span.instrumentationScope, proto: new ProtoWriter() };
+      group =
+        this.protocol === 'http/json'
+          ? { scope: span.instrumentationScope, json: [] }
+          : { scope: span.instrumentationScope, proto: new ProtoWriter() };
       scopes.set(span.instrumentationScope, group);
     }
     if (group.proto) writeSpanEntry(group.proto, span);
@@ -85,11 +88,24 @@ export class SpanBatch {
     for (const [resource, scopes] of this.groups) {
       const scopeSpans: string[] = [];
       for (const { scope, json } of scopes.values()) {
-        const head = JSON.stringify({ name: scope.name, version: scope.version, ...(scope.attributes && Object.keys(scope.attributes).length > 0 ? { attributes: keyValues(scope.attributes as never), droppedAttributesCount: scope.droppedAttributesCount ?? 0 } : {}) });
+        const head = JSON.stringify({
+          name: scope.name,
+          version: scope.version,
+          ...(scope.attributes && Object.keys(scope.attributes).length > 0
+            ? {
+                attributes: keyValues(scope.attributes as never),
+                droppedAttributesCount: scope.droppedAttributesCount ?? 0,
+              }
+            : {}),
+        });
         const schemaUrl = scope.schemaUrl === undefined ? '' : `,"schemaUrl":${JSON.stringify(scope.schemaUrl)}`;
         scopeSpans.push(`{"scope":${head},"spans":[${json!.join(',')}]${schemaUrl}}`);
       }
-      const head = JSON.stringify({ attributes: keyValues(resource.attributes), droppedAttributesCount: 0, ...(resource.schemaUrl ? { schemaUrl: resource.schemaUrl } : {}) });
+      const head = JSON.stringify({
+        attributes: keyValues(resource.attributes),
+        droppedAttributesCount: 0,
+        ...(resource.schemaUrl ? { schemaUrl: resource.schemaUrl } : {}),
+      });
       const schemaUrl = resource.schemaUrl ? `,"schemaUrl":${JSON.stringify(resource.schemaUrl)}` : '';
       resourceSpans.push(`{"resource":${head},"scopeSpans":[${scopeSpans.join(',')}]${schemaUrl}}`);
     }

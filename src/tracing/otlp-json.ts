@@ -30,7 +30,12 @@ export function spanJson(span: ReadableSpan): string {
 }
 
 function eventJson(event: TimedEvent) {
-  return { attributes: event.attributes ? keyValues(event.attributes) : [], name: event.name, timeUnixNano: nanos(event.time), droppedAttributesCount: event.droppedAttributesCount ?? 0 };
+  return {
+    attributes: event.attributes ? keyValues(event.attributes) : [],
+    name: event.name,
+    timeUnixNano: nanos(event.time),
+    droppedAttributesCount: event.droppedAttributesCount ?? 0,
+  };
 }
 
 function linkJson(link: Link) {
@@ -56,7 +61,11 @@ function anyValue(value: unknown): unknown {
   if (value instanceof Uint8Array) return { bytesValue: Buffer.from(value).toString('base64') };
   if (Array.isArray(value)) return { arrayValue: { values: (value as unknown[]).map(anyValue) } };
   if (typeof value === 'object' && value !== null) {
-    return { kvlistValue: { values: Object.keys(value).map((key) => ({ key, value: anyValue((value as Record<string, unknown>)[key]) })) } };
+    return {
+      kvlistValue: {
+        values: Object.keys(value).map((key) => ({ key, value: anyValue((value as Record<string, unknown>)[key]) })),
+      },
+    };
   }
   return {};
 }

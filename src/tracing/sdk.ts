@@ -1,6 +1,15 @@
 import type * as Api from '@opentelemetry/api';
 import { formatTraceparent, parseTraceparent } from './traceparent';
-import type { AttemptFailure, AttemptSpan, AttemptStart, EndableSpan, LogIds, NotifySpan, OperatorSpan, Tracing } from './tracing';
+import type {
+  AttemptFailure,
+  AttemptSpan,
+  AttemptStart,
+  EndableSpan,
+  LogIds,
+  NotifySpan,
+  OperatorSpan,
+  Tracing,
+} from './tracing';
 
 type OtelApi = typeof Api;
 
@@ -37,7 +46,9 @@ export function createSdkTracing(api: OtelApi, tracer: Api.Tracer): Tracing {
       `POST ${route}`,
       {
         kind: SpanKind.SERVER,
-        links: platform ? [{ context: platform, attributes: { 'webhook.link': 'platform traceparent (unsigned)' } }] : undefined,
+        links: platform
+          ? [{ context: platform, attributes: { 'webhook.link': 'platform traceparent (unsigned)' } }]
+          : undefined,
         attributes: { 'http.request.method': 'POST', 'http.route': route, 'webhook.event_type': eventType },
       },
       ROOT_CONTEXT,
@@ -57,7 +68,11 @@ export function createSdkTracing(api: OtelApi, tracer: Api.Tracer): Tracing {
         if (reason !== undefined) span.setAttribute('webhook.reason', reason);
       },
       redis(operation): EndableSpan {
-        const child = tracer.startSpan(`redis ${operation}`, { kind: SpanKind.CLIENT, attributes: { 'db.system.name': 'redis', 'db.operation.name': operation } }, parent);
+        const child = tracer.startSpan(
+          `redis ${operation}`,
+          { kind: SpanKind.CLIENT, attributes: { 'db.system.name': 'redis', 'db.operation.name': operation } },
+          parent,
+        );
         return {
           end(error) {
             failWith(child, error);
@@ -80,7 +95,12 @@ export function createSdkTracing(api: OtelApi, tracer: Api.Tracer): Tracing {
       `deliver ${start.target}`,
       {
         kind: start.transport === undefined || start.transport === 'http' ? SpanKind.CLIENT : SpanKind.PRODUCER,
-        attributes: { 'webhook.target': start.target, 'webhook.attempt': start.attempt, 'webhook.event_id': start.eventId, 'webhook.event_type': start.eventType },
+        attributes: {
+          'webhook.target': start.target,
+          'webhook.attempt': start.attempt,
+          'webhook.event_id': start.eventId,
+          'webhook.event_type': start.eventType,
+        },
       },
       parent,
     );
@@ -105,7 +125,10 @@ export function createSdkTracing(api: OtelApi, tracer: Api.Tracer): Tracing {
       failed(failure: AttemptFailure) {
         if (failure.status !== undefined) span.setAttribute('http.response.status_code', failure.status);
         if (failure.latencyMs !== undefined) span.setAttribute('webhook.latency_ms', failure.latencyMs);
-        span.setAttributes({ 'error.type': failure.errorClass ?? 'unexpected', 'webhook.outcome': failure.final ? 'dead_lettered' : 'retry' });
+        span.setAttributes({
+          'error.type': failure.errorClass ?? 'unexpected',
+          'webhook.outcome': failure.final ? 'dead_lettered' : 'retry',
+        });
         span.setStatus({ code: SpanStatusCode.ERROR, message: failure.error });
         span.end();
       },
@@ -113,7 +136,11 @@ export function createSdkTracing(api: OtelApi, tracer: Api.Tracer): Tracing {
   }
 
   function operator(action: 'resend' | 'replay', by: string): OperatorSpan {
-    const span = tracer.startSpan(`webhook ${action}`, { kind: SpanKind.INTERNAL, attributes: { 'webhook.action': action, 'webhook.operator': by } }, ROOT_CONTEXT);
+    const span = tracer.startSpan(
+      `webhook ${action}`,
+      { kind: SpanKind.INTERNAL, attributes: { 'webhook.action': action, 'webhook.operator': by } },
+      ROOT_CONTEXT,
+    );
     const linked = new Set<string>();
     return {
       link(traceparent) {

@@ -21,7 +21,8 @@ export interface BatchSettings {
   exportTimeoutMillis: number;
 }
 
-export type TracingSettings = { on: false; why: string } | { on: true; endpoint: string; protocol: OtlpProtocol; batch: BatchSettings };
+export type TracingSettings =
+  { on: false; why: string } | { on: true; endpoint: string; protocol: OtlpProtocol; batch: BatchSettings };
 
 const PROTOCOLS: readonly string[] = ['http/protobuf', 'http/json'];
 
@@ -33,9 +34,15 @@ export function tracingSettings(env: Record<string, string | undefined>): Tracin
   if (!traces && !base) return { on: false, why: 'no OTEL_EXPORTER_OTLP_ENDPOINT' };
   // As the specification says: the signal's own endpoint is used as given, the base one gets /v1/traces.
   const endpoint = traces || `${base!.replace(/\/+$/, '')}/v1/traces`;
-  const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/protobuf').trim();
+  const protocol = (
+    env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ??
+    env.OTEL_EXPORTER_OTLP_PROTOCOL ??
+    'http/protobuf'
+  ).trim();
   if (!PROTOCOLS.includes(protocol)) {
-    throw new TracingConfigError(`OTEL_EXPORTER_OTLP_PROTOCOL: ${protocol} is not supported; use http/protobuf or http/json`);
+    throw new TracingConfigError(
+      `OTEL_EXPORTER_OTLP_PROTOCOL: ${protocol} is not supported; use http/protobuf or http/json`,
+    );
   }
   return { on: true, endpoint, protocol: protocol as OtlpProtocol, batch: batchSettings(env) };
 }
@@ -55,7 +62,8 @@ function count(env: Record<string, string | undefined>, name: string, fallback: 
   const raw = env[name]?.trim();
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
-  if (!Number.isInteger(value) || value < 1) throw new TracingConfigError(`${name}: expected a whole number of at least 1, got ${raw}`);
+  if (!Number.isInteger(value) || value < 1)
+    throw new TracingConfigError(`${name}: expected a whole number of at least 1, got ${raw}`);
   return value;
 }
 

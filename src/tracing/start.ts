@@ -16,7 +16,11 @@ export interface RunningTracing {
  * installs the hooks of tracing.ts; otherwise loads nothing and returns undefined. The SDK packages
  * are imported here, only then, so a service without tracing neither loads nor runs any of it.
  */
-export async function startTracing(env: Record<string, string | undefined>, warn: TracingWarn, defaultServiceName = 'webhook-receiver'): Promise<RunningTracing | undefined> {
+export async function startTracing(
+  env: Record<string, string | undefined>,
+  warn: TracingWarn,
+  defaultServiceName = 'webhook-receiver',
+): Promise<RunningTracing | undefined> {
   const settings = tracingSettings(env);
   if (!settings.on) return undefined;
   const api = await import('@opentelemetry/api');
@@ -29,7 +33,10 @@ export async function startTracing(env: Record<string, string | undefined>, warn
 
   api.diag.setLogger(
     {
-      error: (message) => warn(`otel:${message}`, 'tracing: the OpenTelemetry SDK reported an error (spans may be lost)', { error: message }),
+      error: (message) =>
+        warn(`otel:${message}`, 'tracing: the OpenTelemetry SDK reported an error (spans may be lost)', {
+          error: message,
+        }),
       warn: (message) => warn(`otel:${message}`, 'tracing: the OpenTelemetry SDK warned', { warning: message }),
       info: () => undefined,
       debug: () => undefined,
@@ -38,12 +45,18 @@ export async function startTracing(env: Record<string, string | undefined>, warn
     api.DiagLogLevel.WARN,
   );
   // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win over the default name.
-  const resource = resourceFromAttributes({ [ATTR_SERVICE_NAME]: defaultServiceName }).merge(detectResources({ detectors: [envDetector] }));
+  const resource = resourceFromAttributes({ [ATTR_SERVICE_NAME]: defaultServiceName }).merge(
+    detectResources({ detectors: [envDetector] }),
+  );
   // The exporter reads OTEL_EXPORTER_OTLP_(TRACES_)HEADERS, _TIMEOUT and _COMPRESSION itself; the
   // provider the sampler (OTEL_TRACES_SAMPLER, _ARG); settings.ts OTEL_BSP_*.
   const exporter = createBatchExporter(settings.endpoint, settings.protocol);
-  const report = (message: string) => warn(`otel:${message.replace(/\d+/g, 'N')}`, 'tracing: spans were not exported', { error: message });
-  const provider = new BasicTracerProvider({ resource, spanProcessors: [new EncodingSpanProcessor(settings.protocol, exporter, settings.batch, report)] });
+  const report = (message: string) =>
+    warn(`otel:${message.replace(/\d+/g, 'N')}`, 'tracing: spans were not exported', { error: message });
+  const provider = new BasicTracerProvider({
+    resource,
+    spanProcessors: [new EncodingSpanProcessor(settings.protocol, exporter, settings.batch, report)],
+  });
   installTracing(createSdkTracing(api, provider.getTracer('webhook-receiver')));
   return {
     settings,

@@ -27,7 +27,9 @@ export async function transformProblems(targets: readonly Target[]): Promise<str
       const sandbox = startSandbox(code, transformTimeoutOf(target));
       try {
         const fault = await sandbox.compiled();
-        return fault ? `${where}: the transform does not compile: ${new TransformError(fault, code.file).message}` : undefined;
+        return fault
+          ? `${where}: the transform does not compile: ${new TransformError(fault, code.file).message}`
+          : undefined;
       } finally {
         await sandbox.close();
       }
@@ -40,7 +42,10 @@ export async function transformProblems(targets: readonly Target[]): Promise<str
  * Runs a target's transform on each input, in a sandbox of its own started for the purpose (config
  * check, transform test): what it would send, or the error.
  */
-export async function tryTransform(target: Target, inputs: readonly TransformInput[]): Promise<({ body: string | null } | { error: string })[]> {
+export async function tryTransform(
+  target: Target,
+  inputs: readonly TransformInput[],
+): Promise<({ body: string | null } | { error: string })[]> {
   let sandbox;
   try {
     sandbox = startSandbox(transformCodeOf(target), transformTimeoutOf(target));

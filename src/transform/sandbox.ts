@@ -1,7 +1,15 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
-import type { TransformEventMeta, ThreadAnswer, ThreadCall, ThreadData, ThreadStart, TransformFault, WasmModule } from './protocol';
+import type {
+  TransformEventMeta,
+  ThreadAnswer,
+  ThreadCall,
+  ThreadData,
+  ThreadStart,
+  TransformFault,
+  WasmModule,
+} from './protocol';
 import { createRunClock, sandboxThread } from './thread';
 
 /** QuickJS's heap per transform: a transform that needs more fails (`memory`). */
@@ -26,7 +34,10 @@ export interface TransformCode {
 
 /** A transform that failed: the delivery fails for good (a retry would fail again). */
 export class TransformError extends Error {
-  constructor(readonly fault: TransformFault, readonly file: string) {
+  constructor(
+    readonly fault: TransformFault,
+    readonly file: string,
+  ) {
     super(`${fault.message}${fault.line !== undefined ? ` (${file} line ${fault.line})` : ` (${file})`}`);
     this.name = 'TransformError';
   }
@@ -46,11 +57,17 @@ export interface Sandbox {
   close(): Promise<void>;
 }
 
-const { WebAssembly: Wasm } = globalThis as unknown as { WebAssembly: { compile(bytes: Uint8Array): Promise<WasmModule> } };
+const { WebAssembly: Wasm } = globalThis as unknown as {
+  WebAssembly: { compile(bytes: Uint8Array): Promise<WasmModule> };
+};
 let wasm: Promise<WasmModule> | undefined;
 /** QuickJS's WebAssembly, compiled once per process and shared by every sandbox thread. */
 function quickjsWasm(): Promise<WasmModule> {
-  wasm ??= Wasm.compile(readFileSync(path.join(path.dirname(require.resolve('@jitl/quickjs-wasmfile-release-sync')), 'emscripten-module.wasm')));
+  wasm ??= Wasm.compile(
+    readFileSync(
+      path.join(path.dirname(require.resolve('@jitl/quickjs-wasmfile-release-sync')), 'emscripten-module.wasm'),
+    ),
+  );
   return wasm;
 }
 
@@ -83,7 +100,14 @@ const MAX_SENT = 64;
  * QuickJS's interrupt, or by ending the thread, which is then started again for the next call).
  */
 export function startSandbox(code: TransformCode, timeoutMs: number): Sandbox {
-  const data: Omit<ThreadData, 'wasm'> = { modules: modules(), source: code.source, file: code.file, timeoutMs, memoryBytes: TRANSFORM_MEMORY_BYTES, stackBytes: STACK_BYTES };
+  const data: Omit<ThreadData, 'wasm'> = {
+    modules: modules(),
+    source: code.source,
+    file: code.file,
+    timeoutMs,
+    memoryBytes: TRANSFORM_MEMORY_BYTES,
+    stackBytes: STACK_BYTES,
+  };
   /** Calls not yet handed to a thread. */
   const queue: Pending[] = [];
   /** Calls handed to the thread, oldest (the one it runs) first. */
@@ -105,7 +129,14 @@ export function startSandbox(code: TransformCode, timeoutMs: number): Sandbox {
   function startThread(wasmModule: WasmModule): Promise<TransformFault | undefined> {
     const workerData: ThreadData = { ...data, wasm: wasmModule };
     // execArgv: none of the process's own (a loader such as ts-node, heap flags): the thread runs plain JavaScript within its own limits.
-    const thread = new Worker(THREAD_SOURCE, { eval: true, workerData, execArgv: [], resourceLimits: { maxOldGenerationSizeMb: THREAD_HEAP_MB }, stdout: true, stderr: true });
+    const thread = new Worker(THREAD_SOURCE, {
+      eval: true,
+      workerData,
+      execArgv: [],
+      resourceLimits: { maxOldGenerationSizeMb: THREAD_HEAP_MB },
+      stdout: true,
+      stderr: true,
+    });
     thread.unref();
     // Nothing of the thread's own output reaches the service's log lines.
     thread.stdout.resume();
@@ -122,10 +153,20 @@ export function startSandbox(code: TransformCode, timeoutMs: number): Sandbox {
           resolve(undefined);
           thread.on('message', (answers: ThreadAnswer[]) => settle(thread, answers));
         });
-        thread.postMessage([{ id: 0, ping: true, event: { id: '', type: '', timestamp: '', environment: null, merchantId: null }, raw: '' }] satisfies ThreadCall[]);
+        thread.postMessage([
+          {
+            id: 0,
+            ping: true,
+            event: { id: '', type: '', timestamp: '', environment: null, merchantId: null },
+            raw: '',
+          },
+        ] satisfies ThreadCall[]);
       });
       const lost = (err?: Error) => {
-        const fault: TransformFault = { kind: err && /memory/i.test(err.message) ? 'memory' : 'crash', message: `the sandbox thread failed: ${err?.message ?? 'exited'}` };
+        const fault: TransformFault = {
+          kind: err && /memory/i.test(err.message) ? 'memory' : 'crash',
+          message: `the sandbox thread failed: ${err?.message ?? 'exited'}`,
+        };
         resolve(fault);
         if (worker !== thread) return;
         worker = undefined;

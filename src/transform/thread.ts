@@ -9,7 +9,12 @@ import type * as NodeFs from 'node:fs';
 import type * as WorkerThreads from 'node:worker_threads';
 import type * as LosslessJson from 'lossless-json';
 import type * as QuickJS from 'quickjs-emscripten-core';
-import type { QuickJSContext as Context, QuickJSHandle as Handle, QuickJSRuntime as Runtime, QuickJSWASMModule } from 'quickjs-emscripten-core';
+import type {
+  QuickJSContext as Context,
+  QuickJSHandle as Handle,
+  QuickJSRuntime as Runtime,
+  QuickJSWASMModule,
+} from 'quickjs-emscripten-core';
 import type { TransformFault, ThreadAnswer, ThreadCall, ThreadData, ThreadStart } from './protocol';
 
 /** Decides when a call has run past its time limit; see createRunClock. */
@@ -156,18 +161,44 @@ export function sandboxThread(makeClock: typeof createRunClock): void {
   function faultOf(ctx: Context, handle: Handle, compiling: boolean): TransformFault {
     const e = ctx.dump(handle) as unknown;
     handle.dispose();
-    if (typeof e !== 'object' || e === null) return { kind: 'runtime', message: `threw ${JSON.stringify(e) ?? String(e)}`.replace(/[\u0000-\u001f\u007f]+/g, ' ').slice(0, MAX_MESSAGE) };
-    const { name, message, stack, lineNumber } = e as { name?: string; message?: string; stack?: string; lineNumber?: number };
+    if (typeof e !== 'object' || e === null)
+      return {
+        kind: 'runtime',
+        message: `threw ${JSON.stringify(e) ?? String(e)}`
+          .replace(/[\u0000-\u001f\u007f]+/g, ' ')
+          .slice(0, MAX_MESSAGE),
+      };
+    const { name, message, stack, lineNumber } = e as {
+      name?: string;
+      message?: string;
+      stack?: string;
+      lineNumber?: number;
+    };
     // Kept in the dead letter, the job's log and the error log line: one printable line, bounded.
     const text = `${name ?? 'Error'}: ${message ?? ''}`.replace(/[\u0000-\u001f\u007f]+/g, ' ').slice(0, MAX_MESSAGE);
-    const line = (compiling && name === 'SyntaxError' && typeof lineNumber === 'number') ? lineNumber : Number(frame.exec(stack ?? '')?.[1]) || undefined;
-    const kind = message === 'interrupted' ? 'timeout' : message === 'out of memory' ? 'memory' : compiling ? 'compile' : 'runtime';
+    const line =
+      compiling && name === 'SyntaxError' && typeof lineNumber === 'number'
+        ? lineNumber
+        : Number(frame.exec(stack ?? '')?.[1]) || undefined;
+    const kind =
+      message === 'interrupted'
+        ? 'timeout'
+        : message === 'out of memory'
+          ? 'memory'
+          : compiling
+            ? 'compile'
+            : 'runtime';
     // An interrupted call's frame names where its function starts, not where it was: no line.
     if (kind === 'timeout') return { kind, message: `timed out after ${data.timeoutMs} ms` };
     return { kind, message: kind === 'memory' ? `${text} (limit ${data.memoryBytes >> 20} MiB)` : text, line };
   }
 
-  interface Compiled { runtime: Runtime; ctx: Context; run: Handle; transform: Handle }
+  interface Compiled {
+    runtime: Runtime;
+    ctx: Context;
+    run: Handle;
+    transform: Handle;
+  }
 
   function compile(module: QuickJSWASMModule): Compiled | TransformFault {
     const runtime = module.newRuntime();
@@ -180,7 +211,10 @@ export function sandboxThread(makeClock: typeof createRunClock): void {
       runtime.dispose();
       return fault;
     };
-    for (const [code, file] of [[losslessSource, '<lossless-json>'], [prelude, '<prelude>']] as const) {
+    for (const [code, file] of [
+      [losslessSource, '<lossless-json>'],
+      [prelude, '<prelude>'],
+    ] as const) {
       const r = ctx.evalCode(code, file);
       if (r.error) return fail(faultOf(ctx, r.error, true));
       if (file === '<prelude>') {
@@ -212,7 +246,12 @@ export function sandboxThread(makeClock: typeof createRunClock): void {
   function warmUp(compiled: Compiled): void {
     const { ctx } = compiled;
     const identity = ctx.unwrapResult(ctx.evalCode('(event) => event', '<warm-up>'));
-    const sample = JSON.stringify({ id: 'evt_warm_up', type: 'payment.result', timestamp: new Date(0).toISOString(), data: mark(lossless.parse('{"data":{"amount":980.00,"list":[1,2.5,"x"],"ok":true}}')) });
+    const sample = JSON.stringify({
+      id: 'evt_warm_up',
+      type: 'payment.result',
+      timestamp: new Date(0).toISOString(),
+      data: mark(lossless.parse('{"data":{"amount":980.00,"list":[1,2.5,"x"],"ok":true}}')),
+    });
     for (let i = 0; i < 20; i++) {
       const arg = ctx.newString(sample);
       const r = ctx.callFunction(compiled.run, ctx.undefined, identity, arg);
@@ -238,7 +277,10 @@ export function sandboxThread(makeClock: typeof createRunClock): void {
       try {
         text = JSON.stringify({ ...call.event, data: mark(lossless.parse(call.raw)) });
       } catch (err) {
-        return { id: call.id, error: { kind: 'input', message: `the platform's body is not JSON: ${(err as Error).message}` } };
+        return {
+          id: call.id,
+          error: { kind: 'input', message: `the platform's body is not JSON: ${(err as Error).message}` },
+        };
       }
       const arg = ctx.newString(text);
       clock.start();
@@ -261,7 +303,11 @@ export function sandboxThread(makeClock: typeof createRunClock): void {
       r.value.dispose();
       if (out === null) return { id: call.id, body: null };
       const body = out.replace(unmark, '$1$2');
-      if (body.includes(token)) return { id: call.id, error: { kind: 'result', message: 'not JSON: a LosslessNumber holds text that is not a number' } };
+      if (body.includes(token))
+        return {
+          id: call.id,
+          error: { kind: 'result', message: 'not JSON: a LosslessNumber holds text that is not a number' },
+        };
       return { id: call.id, body };
     }
 
@@ -271,7 +317,11 @@ export function sandboxThread(makeClock: typeof createRunClock): void {
     port.on('message', (first: ThreadCall[]) => {
       const answers: ThreadAnswer[] = [];
       let flushAt = performance.now() + FLUSH_MS;
-      for (let calls: ThreadCall[] | undefined = first; calls; calls = receiveMessageOnPort(port)?.message as ThreadCall[] | undefined) {
+      for (
+        let calls: ThreadCall[] | undefined = first;
+        calls;
+        calls = receiveMessageOnPort(port)?.message as ThreadCall[] | undefined
+      ) {
         for (const call of calls) {
           answers.push(answer(call));
           if (performance.now() >= flushAt) {

@@ -9,7 +9,8 @@ import { tempDir } from './temp-dir';
 async function waitForPort(port: number, timeoutMs: number, what: string, child: ChildProcess): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`${what} exited with code ${child.exitCode} before listening on ${port}`);
+    if (child.exitCode !== null)
+      throw new Error(`${what} exited with code ${child.exitCode} before listening on ${port}`);
     const open = await new Promise<boolean>((resolve) => {
       const s = tcpConnect(port, '127.0.0.1');
       s.once('connect', () => (s.destroy(), resolve(true)));
@@ -57,7 +58,9 @@ export class NatsServer implements Freezable {
 
   async start(): Promise<void> {
     const bin = existsSync('/usr/sbin/nats-server') ? '/usr/sbin/nats-server' : 'nats-server';
-    this.child = spawn(bin, ['-a', '127.0.0.1', '-p', String(this.port), '-js', '-sd', this.storeDir], { stdio: 'ignore' });
+    this.child = spawn(bin, ['-a', '127.0.0.1', '-p', String(this.port), '-js', '-sd', this.storeDir], {
+      stdio: 'ignore',
+    });
     this.child.once('error', () => undefined);
     await waitForPort(this.port, 10000, 'nats-server', this.child);
   }
@@ -135,7 +138,10 @@ export class RabbitServer implements Freezable {
     if (!existsSync(path.join(d, 'rabbitmq.conf'))) {
       mkdirSync(path.join(d, 'log'), { recursive: true });
       writeFileSync(path.join(d, 'rabbitmq-env.conf'), '');
-      writeFileSync(path.join(d, 'rabbitmq.conf'), `listeners.tcp.default = 127.0.0.1:${this.port}\nloopback_users = none\n`);
+      writeFileSync(
+        path.join(d, 'rabbitmq.conf'),
+        `listeners.tcp.default = 127.0.0.1:${this.port}\nloopback_users = none\n`,
+      );
       writeFileSync(path.join(d, 'enabled_plugins'), '[].\n');
     }
     const env = this.env();

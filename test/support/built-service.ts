@@ -17,7 +17,11 @@ function compile(from: string, to: string): void {
     const source = path.join(from, entry.name);
     if (entry.isDirectory()) compile(source, path.join(to, entry.name));
     else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.d.ts')) {
-      const { code } = transformFileSync(source, { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' }, sourceMaps: false });
+      const { code } = transformFileSync(source, {
+        jsc: { parser: { syntax: 'typescript' }, target: 'es2022' },
+        module: { type: 'commonjs' },
+        sourceMaps: false,
+      });
       writeFileSync(path.join(to, entry.name.replace(/\.ts$/, '.js')), code);
     } else if (entry.name.endsWith('.lua')) copyFileSync(source, path.join(to, entry.name)); // read at start, beside the code
   }
@@ -31,5 +35,8 @@ function compile(from: string, to: string): void {
 export function buildService(): BuiltService {
   const dir = mkdtempSync(path.join(ROOT, '.test-build-'));
   compile(path.join(ROOT, 'src'), path.join(dir, 'src'));
-  return { nodeArgs: [...serviceNodeFlags(), path.join(dir, 'src/main.js')], remove: () => rmSync(dir, { recursive: true, force: true }) };
+  return {
+    nodeArgs: [...serviceNodeFlags(), path.join(dir, 'src/main.js')],
+    remove: () => rmSync(dir, { recursive: true, force: true }),
+  };
 }

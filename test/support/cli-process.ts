@@ -34,7 +34,9 @@ export class CliProcess {
       const found = this.lines.find(predicate);
       if (found !== undefined) return found;
       if (this.child.exitCode !== null || Date.now() > deadline) {
-        throw new Error(`line not seen (exit ${this.child.exitCode}); output:\n${this.lines.join('\n')}\n${this.stderr}`);
+        throw new Error(
+          `line not seen (exit ${this.child.exitCode}); output:\n${this.lines.join('\n')}\n${this.stderr}`,
+        );
       }
       await new Promise((r) => setTimeout(r, 25));
     }

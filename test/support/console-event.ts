@@ -24,7 +24,9 @@ export interface ConsoleWorld {
 export async function consoleWorld(platform: FakePlatform): Promise<ConsoleWorld> {
   let erpUp = false;
   const ledger = await TargetServer.start();
-  const erp = await TargetServer.start(() => (erpUp ? { status: 200 } : { status: 500, body: '{"error":"ledger period closed"}' }));
+  const erp = await TargetServer.start(() =>
+    erpUp ? { status: 200 } : { status: 500, body: '{"error":"ledger period closed"}' },
+  );
   const f = buildForwarding(
     platform,
     [
@@ -34,12 +36,23 @@ export async function consoleWorld(platform: FakePlatform): Promise<ConsoleWorld
     { ADMIN_USER: OPERATOR.username, ADMIN_PASSWORD: OPERATOR.password },
     (c) => ({ ...c, adminPrincipals: [{ name: VIEWER.username, password: VIEWER.password, role: 'viewer' }] }),
   );
-  const body = JSON.stringify({ type: 'MERCH', data: { request_id: REQUEST_ID, status: 'SUCCESS', amount: '12.50', payer_name: 'Jane Roe' } });
+  const body = JSON.stringify({
+    type: 'MERCH',
+    data: { request_id: REQUEST_ID, status: 'SUCCESS', amount: '12.50', payer_name: 'Jane Roe' },
+  });
   await platform.send(f.receiver.app, platform.signed('payment.result', { body })).expect(200);
   await ledger.waitFor(() => ledger.successes().length === 1);
   const eventId = String(ledger.requests[0]!.headers['webhook-id']);
-  await waitUntil(async () => (await f.pipeline.deliveryQueue('erp')!.getJobState(eventId)) === 'failed', 10000, 'erp dead-lettered');
-  await waitUntil(async () => (await f.pipeline.deliveryQueue('ledger')!.getJobState(eventId)) === 'completed', 5000, 'ledger completed');
+  await waitUntil(
+    async () => (await f.pipeline.deliveryQueue('erp')!.getJobState(eventId)) === 'failed',
+    10000,
+    'erp dead-lettered',
+  );
+  await waitUntil(
+    async () => (await f.pipeline.deliveryQueue('ledger')!.getJobState(eventId)) === 'completed',
+    5000,
+    'ledger completed',
+  );
   return {
     f,
     ledger,

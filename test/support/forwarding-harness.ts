@@ -31,15 +31,31 @@ export interface ForwardingHarness {
 }
 
 /** The receiver app plus in-process workers forwarding to the given targets, on a fresh queue prefix. */
-export function buildForwarding(platform: FakePlatform, targets: Record<string, unknown>[], env: Record<string, string> = {}, adjust: (config: Config) => Config = (c) => c): ForwardingHarness {
-  const receiver = buildHarness({ PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64, ADMIN_TOKEN: ADMIN_TEST_TOKEN, ...env }, Date.now, (base) =>
-    // As the loader gives them: each target with the environments it takes.
-    withTargetEnvironments({
-      ...base,
-      // Short timeouts and backoff so retries happen in milliseconds; the rest are the real defaults.
-      targets: targets.map((t) => targetSchema.parse({ events: ['*'], timeoutMs: 2000, maxAttempts: 3, backoff: { initialMs: 50, maxMs: 200 }, ...t })),
-      worker: { lockDurationMs: 5000, stalledIntervalMs: 1000, shutdownTimeoutMs: 2000 },
-    }).config,
+export function buildForwarding(
+  platform: FakePlatform,
+  targets: Record<string, unknown>[],
+  env: Record<string, string> = {},
+  adjust: (config: Config) => Config = (c) => c,
+): ForwardingHarness {
+  const receiver = buildHarness(
+    { PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64, ADMIN_TOKEN: ADMIN_TEST_TOKEN, ...env },
+    Date.now,
+    (base) =>
+      // As the loader gives them: each target with the environments it takes.
+      withTargetEnvironments({
+        ...base,
+        // Short timeouts and backoff so retries happen in milliseconds; the rest are the real defaults.
+        targets: targets.map((t) =>
+          targetSchema.parse({
+            events: ['*'],
+            timeoutMs: 2000,
+            maxAttempts: 3,
+            backoff: { initialMs: 50, maxMs: 200 },
+            ...t,
+          }),
+        ),
+        worker: { lockDurationMs: 5000, stalledIntervalMs: 1000, shutdownTimeoutMs: 2000 },
+      }).config,
   );
   const config = adjust(receiver.config);
   const { pipeline } = receiver;
@@ -67,7 +83,11 @@ export function buildForwarding(platform: FakePlatform, targets: Record<string, 
   };
 }
 
-export async function waitUntil(predicate: () => Promise<boolean> | boolean, timeoutMs = 10000, what = 'condition'): Promise<void> {
+export async function waitUntil(
+  predicate: () => Promise<boolean> | boolean,
+  timeoutMs = 10000,
+  what = 'condition',
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await predicate())) {
     if (Date.now() > deadline) throw new Error(`${what} not met within ${timeoutMs} ms`);
@@ -80,12 +100,25 @@ export async function waitUntil(predicate: () => Promise<boolean> | boolean, tim
  * delivery to `deadTarget` is a dead letter: the event the resend and delivery-story tests start from.
  * Returns its event id.
  */
-export async function sendDeliveredAndDeadLettered(f: ForwardingHarness, delivered: TargetServer, deliveredTarget: string, deadTarget: string): Promise<string> {
+export async function sendDeliveredAndDeadLettered(
+  f: ForwardingHarness,
+  delivered: TargetServer,
+  deliveredTarget: string,
+  deadTarget: string,
+): Promise<string> {
   await f.platform.send(f.receiver.app, f.platform.signed('payment.result')).expect(200);
   await delivered.waitFor(() => delivered.successes().length === 1);
   const eventId = String(delivered.requests[0]!.headers['webhook-id']);
-  await waitUntil(async () => (await f.deadLetters.list({ target: deadTarget })).length === 1, 10000, `${deadTarget} dead-lettered`);
-  await waitUntil(async () => (await f.pipeline.deliveryQueue(deliveredTarget)!.getJobState(eventId)) === 'completed', 5000, `${deliveredTarget} completed`);
+  await waitUntil(
+    async () => (await f.deadLetters.list({ target: deadTarget })).length === 1,
+    10000,
+    `${deadTarget} dead-lettered`,
+  );
+  await waitUntil(
+    async () => (await f.pipeline.deliveryQueue(deliveredTarget)!.getJobState(eventId)) === 'completed',
+    5000,
+    `${deliveredTarget} completed`,
+  );
   return eventId;
 }
 

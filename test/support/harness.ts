@@ -59,7 +59,11 @@ export interface Harness {
 }
 
 /** The real public app on a real Redis, with an injectable clock and captured logs; `adjust` edits the config first. */
-export function buildHarness(env: Record<string, string | undefined>, clock: () => number = Date.now, adjust: (config: Config) => Config = (c) => c): Harness {
+export function buildHarness(
+  env: Record<string, string | undefined>,
+  clock: () => number = Date.now,
+  adjust: (config: Config) => Config = (c) => c,
+): Harness {
   const config = adjust(testConfig(env));
   const logs = new LogCapture();
   const logger = createLogger(config.logLevel, logs.stream);

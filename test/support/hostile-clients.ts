@@ -15,7 +15,11 @@ export interface Tricklers {
  * a second, never finishing them; each one the server cuts (or refuses) is reopened after
  * `reopenMs`, so the sender keeps `count` in play for as long as it runs.
  */
-export function trickleHeaders(port: number, count: number, opts: { host?: string; localAddress?: string; reopenMs?: number; target?: string } = {}): Tricklers {
+export function trickleHeaders(
+  port: number,
+  count: number,
+  opts: { host?: string; localAddress?: string; reopenMs?: number; target?: string } = {},
+): Tricklers {
   const host = opts.host ?? '127.0.0.1';
   const reopenMs = opts.reopenMs ?? 250;
   const sockets = new Set<Socket>();
@@ -73,7 +77,11 @@ export interface Sent {
 }
 
 /** One signed notification on its own connection from `localAddress`; the status and how long the answer took (status 0: no answer). */
-export function sendGenuine(platform: FakePlatform, port: number, opts: { localAddress?: string; host?: string; timeoutMs?: number } = {}): Promise<Sent> {
+export function sendGenuine(
+  platform: FakePlatform,
+  port: number,
+  opts: { localAddress?: string; host?: string; timeoutMs?: number } = {},
+): Promise<Sent> {
   const n = platform.signed('payment.result');
   const started = performance.now();
   return new Promise((resolve) => {
@@ -90,7 +98,13 @@ export function sendGenuine(platform: FakePlatform, port: number, opts: { localA
       },
       (res) => {
         res.resume();
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, ms: performance.now() - started, retryAfter: res.headers['retry-after'] }));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            ms: performance.now() - started,
+            retryAfter: res.headers['retry-after'],
+          }),
+        );
       },
     );
     req.on('timeout', () => req.destroy(new Error('timeout')));
@@ -100,7 +114,13 @@ export function sendGenuine(platform: FakePlatform, port: number, opts: { localA
 }
 
 /** `count` genuine notifications, one every `everyMs`, each on its own connection. */
-export async function sendEvery(platform: FakePlatform, port: number, count: number, everyMs: number, opts: { localAddress?: string } = {}): Promise<Sent[]> {
+export async function sendEvery(
+  platform: FakePlatform,
+  port: number,
+  count: number,
+  everyMs: number,
+  opts: { localAddress?: string } = {},
+): Promise<Sent[]> {
   const sends: Promise<Sent>[] = [];
   for (let i = 0; i < count; i++) {
     sends.push(sendGenuine(platform, port, opts));
@@ -111,6 +131,9 @@ export async function sendEvery(platform: FakePlatform, port: number, count: num
 
 export function describeSends(sent: Sent[]): string {
   const ms = sent.map((s) => s.ms).sort((a, b) => a - b);
-  const statuses = sent.reduce<Record<number, number>>((acc, s) => ({ ...acc, [s.status]: (acc[s.status] ?? 0) + 1 }), {});
+  const statuses = sent.reduce<Record<number, number>>(
+    (acc, s) => ({ ...acc, [s.status]: (acc[s.status] ?? 0) + 1 }),
+    {},
+  );
   return `statuses ${JSON.stringify(statuses)}, latency median ${ms[Math.floor(ms.length / 2)]!.toFixed(0)} ms, max ${ms.at(-1)!.toFixed(0)} ms`;
 }

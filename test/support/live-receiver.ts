@@ -21,14 +21,23 @@ export interface LiveReceiver {
  * The real receiver listening on a free port of 127.0.0.1, on the tests' Redis and a fresh queue
  * prefix; `adjust` changes the loaded configuration (e.g. small server timeouts) before it starts.
  */
-export async function startLiveReceiver(env: Record<string, string>, adjust: (c: Config) => Config = (c) => c): Promise<LiveReceiver> {
+export async function startLiveReceiver(
+  env: Record<string, string>,
+  adjust: (c: Config) => Config = (c) => c,
+): Promise<LiveReceiver> {
   const config = adjust(testConfig({ PORT: '0', HOST: '127.0.0.1', ...env }));
   const logs = new LogCapture();
   const metrics = createMetrics(undefined, false);
   const connection = createRedisConnector(config).open('producer');
   connection.on('error', () => undefined);
   const pipeline = createPipeline(connection, pipelineOptions(config));
-  const receiver = await startReceiver({ config, environments: loadEnvironments(config), logger: createLogger(config.logLevel, logs.stream), metrics, pipeline });
+  const receiver = await startReceiver({
+    config,
+    environments: loadEnvironments(config),
+    logger: createLogger(config.logLevel, logs.stream),
+    metrics,
+    pipeline,
+  });
   return {
     receiver,
     config,

@@ -15,10 +15,12 @@ export function establishedTo(port: number): number {
     }
   }
   const remote = `0100007F:${port.toString(16).toUpperCase().padStart(4, '0')}`;
-  return readFileSync('/proc/net/tcp', 'utf8')
-    .split('\n')
-    .slice(1)
-    .map((line) => line.trim().split(/\s+/))
-    // sl local rem_address st tx:rx tr:when retrnsmt uid timeout inode; 01 is ESTABLISHED.
-    .filter((f) => f[2] === remote && f[3] === '01' && mine.has(f[9]!)).length;
+  return (
+    readFileSync('/proc/net/tcp', 'utf8')
+      .split('\n')
+      .slice(1)
+      .map((line) => line.trim().split(/\s+/))
+      // sl local rem_address st tx:rx tr:when retrnsmt uid timeout inode; 01 is ESTABLISHED.
+      .filter((f) => f[2] === remote && f[3] === '01' && mine.has(f[9]!)).length
+  );
 }

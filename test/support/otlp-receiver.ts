@@ -49,7 +49,8 @@ function attributesOf(list: KeyValue[] | undefined): Record<string, string | num
 export class OtlpReceiver {
   readonly spans: ReceivedSpan[] = [];
   readonly refused: string[] = [];
-  readonly requests: { path: string; contentType?: string; headers: Record<string, string | string[] | undefined> }[] = [];
+  readonly requests: { path: string; contentType?: string; headers: Record<string, string | string[] | undefined> }[] =
+    [];
   private constructor(private readonly server: Server) {}
 
   static async start(): Promise<OtlpReceiver> {
@@ -69,7 +70,12 @@ export class OtlpReceiver {
     return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
   }
 
-  private take(path: string, headers: Record<string, string | string[] | undefined>, body: string, res: ServerResponse): void {
+  private take(
+    path: string,
+    headers: Record<string, string | string[] | undefined>,
+    body: string,
+    res: ServerResponse,
+  ): void {
     this.requests.push({ path, contentType: headers['content-type'] as string | undefined, headers });
     let parsed: ExportRequest;
     try {
@@ -104,7 +110,10 @@ export class OtlpReceiver {
   async waitFor(predicate: (spans: ReceivedSpan[]) => boolean, timeoutMs = 15000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (!predicate(this.spans)) {
-      if (Date.now() > deadline) throw new Error(`OTLP receiver: condition not met within ${timeoutMs} ms (${this.spans.length} spans: ${this.spans.map((s) => s.name).join(', ')})`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `OTLP receiver: condition not met within ${timeoutMs} ms (${this.spans.length} spans: ${this.spans.map((s) => s.name).join(', ')})`,
+        );
       await new Promise((r) => setTimeout(r, 25));
     }
   }

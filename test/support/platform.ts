@@ -9,12 +9,21 @@ import { postRaw } from './post-raw';
 export class FakePlatform {
   readonly keys: TestKeyPair = generateTestKeyPair();
 
-  signed(type: EventType, opts: { body?: string | Buffer; nonce?: string; timestamp?: number; basePath?: string; query?: string } = {}) {
+  signed(
+    type: EventType,
+    opts: { body?: string | Buffer; nonce?: string; timestamp?: number; basePath?: string; query?: string } = {},
+  ) {
     const target = `${opts.basePath ?? ''}${eventDefinition(type).path}${opts.query ?? ''}`;
     const body = opts.body === undefined ? Buffer.from(sampleBody(type)) : Buffer.from(opts.body);
     const headers: Record<string, string> = {
       'content-type': 'application/json',
-      ...signCurrent({ privateKey: this.keys.privateKeyPem, target, body, nonce: opts.nonce ?? randomNonce(), timestamp: opts.timestamp }),
+      ...signCurrent({
+        privateKey: this.keys.privateKeyPem,
+        target,
+        body,
+        nonce: opts.nonce ?? randomNonce(),
+        timestamp: opts.timestamp,
+      }),
     };
     return { target, headers, body };
   }

@@ -90,7 +90,8 @@ export function exchange(port: number, request: Buffer, opts: ExchangeOptions = 
       chunks.push(c);
       if (opts.settleMs === undefined) return;
       clearTimeout(settle);
-      if (parseResponses(Buffer.concat(chunks), opts.headRequests).responses.length > 0) settle = setTimeout(() => done(false), opts.settleMs);
+      if (parseResponses(Buffer.concat(chunks), opts.headRequests).responses.length > 0)
+        settle = setTimeout(() => done(false), opts.settleMs);
     });
     socket.on('error', (err: NodeJS.ErrnoException) => {
       error = err.code ?? err.message; // a reset after the answer, or a write into a closed connection
@@ -111,7 +112,13 @@ export function exchange(port: number, request: Buffer, opts: ExchangeOptions = 
 }
 
 /** A request as raw bytes from its parts; `headers` is a list so names may repeat and keep their case. */
-export function rawRequest(method: string, target: string, headers: [string, string][], body: Buffer = Buffer.alloc(0), version = 'HTTP/1.1'): Buffer {
+export function rawRequest(
+  method: string,
+  target: string,
+  headers: [string, string][],
+  body: Buffer = Buffer.alloc(0),
+  version = 'HTTP/1.1',
+): Buffer {
   const head = `${method} ${target} ${version}\r\n${headers.map(([n, v]) => `${n}: ${v}\r\n`).join('')}\r\n`;
   return Buffer.concat([Buffer.from(head, 'latin1'), body]);
 }

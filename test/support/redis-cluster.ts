@@ -27,10 +27,30 @@ export class RedisCluster {
         // Each node its own dir: its node file, and the RDB file a replica's full sync writes.
         const nodeDir = path.join(dir, `node-${i}`);
         mkdirSync(nodeDir);
-        nodes.push(await RedisServer.start({ args: ['--cluster-enabled', 'yes', '--dir', nodeDir, '--cluster-node-timeout', String(nodeTimeoutMs), '--repl-diskless-sync-delay', '0'] }));
+        nodes.push(
+          await RedisServer.start({
+            args: [
+              '--cluster-enabled',
+              'yes',
+              '--dir',
+              nodeDir,
+              '--cluster-node-timeout',
+              String(nodeTimeoutMs),
+              '--repl-diskless-sync-delay',
+              '0',
+            ],
+          }),
+        );
       }
       const addresses = nodes.map((n) => `127.0.0.1:${n.port}`);
-      await run('redis-cli', ['--cluster', 'create', ...addresses, '--cluster-replicas', String(replicasPerMaster), '--cluster-yes']);
+      await run('redis-cli', [
+        '--cluster',
+        'create',
+        ...addresses,
+        '--cluster-replicas',
+        String(replicasPerMaster),
+        '--cluster-yes',
+      ]);
       await cluster.waitUntilHealthy();
       await cluster.waitForReplicas(replicasPerMaster);
       return cluster;
@@ -49,7 +69,9 @@ export class RedisCluster {
   async waitUntilHealthy(timeoutMs = 20_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const states = await Promise.all(this.nodes.filter((n) => n.pid !== undefined).map((n) => clusterInfo(n.port).catch(() => '')));
+      const states = await Promise.all(
+        this.nodes.filter((n) => n.pid !== undefined).map((n) => clusterInfo(n.port).catch(() => '')),
+      );
       if (states.every((s) => /cluster_state:ok/.test(s) && /cluster_slots_ok:16384/.test(s))) return;
       if (Date.now() > deadline) throw new Error(`the cluster is not healthy after ${timeoutMs} ms`);
       await new Promise((r) => setTimeout(r, 100));

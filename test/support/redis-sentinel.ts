@@ -17,7 +17,12 @@ export class RedisSentinelSet {
     private readonly dir: string,
   ) {}
 
-  static async start({ replicas = 2, sentinels = 3, downAfterMs = 1000, failoverTimeoutMs = 3000 } = {}): Promise<RedisSentinelSet> {
+  static async start({
+    replicas = 2,
+    sentinels = 3,
+    downAfterMs = 1000,
+    failoverTimeoutMs = 3000,
+  } = {}): Promise<RedisSentinelSet> {
     const dir = mkdtempSync(path.join(tmpdir(), 'redis-sentinel-'));
     const set = new RedisSentinelSet([], [], dir);
     try {
@@ -31,7 +36,12 @@ export class RedisSentinelSet {
       const sync = ['--repl-diskless-sync-delay', '0'];
       const master = await RedisServer.start({ args: ['--dir', nodeDir(0), ...sync] });
       set.dataNodes.push(master);
-      for (let i = 1; i <= replicas; i++) set.dataNodes.push(await RedisServer.start({ args: ['--dir', nodeDir(i), ...sync, '--replicaof', '127.0.0.1', String(master.port)] }));
+      for (let i = 1; i <= replicas; i++)
+        set.dataNodes.push(
+          await RedisServer.start({
+            args: ['--dir', nodeDir(i), ...sync, '--replicaof', '127.0.0.1', String(master.port)],
+          }),
+        );
       const quorum = Math.floor(sentinels / 2) + 1;
       for (let i = 0; i < sentinels; i++) {
         const file = path.join(dir, `sentinel-${i}.conf`);
@@ -85,7 +95,8 @@ export class RedisSentinelSet {
         }),
       );
       if (views.every(Boolean)) return;
-      if (Date.now() > deadline) throw new Error(`sentinels did not see each other and the replicas within ${timeoutMs} ms`);
+      if (Date.now() > deadline)
+        throw new Error(`sentinels did not see each other and the replicas within ${timeoutMs} ms`);
       await new Promise((r) => setTimeout(r, 200));
     }
   }
@@ -99,10 +110,16 @@ export class RedisSentinelSet {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const ports = await Promise.all(
-        this.sentinels.map((s) => this.askOne(s.port, ['get-master-addr-by-name', SENTINEL_MASTER_NAME]).then((a) => Number((a as string[])[1]), () => -1)),
+        this.sentinels.map((s) =>
+          this.askOne(s.port, ['get-master-addr-by-name', SENTINEL_MASTER_NAME]).then(
+            (a) => Number((a as string[])[1]),
+            () => -1,
+          ),
+        ),
       );
       const master = this.dataNodes.find((n) => n.port === ports[0]);
-      if (master && master !== old && ports.every((p) => p === master.port) && (await roleOf(master.port)) === 'master') return master;
+      if (master && master !== old && ports.every((p) => p === master.port) && (await roleOf(master.port)) === 'master')
+        return master;
       if (Date.now() > deadline) throw new Error(`no failover within ${timeoutMs} ms`);
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -127,7 +144,8 @@ export class RedisSentinelSet {
       const master = await this.master().catch(() => undefined);
       const info = master ? await replicationInfo(master.port) : '';
       if ((info.match(/^slave\d+:.*state=online/gm) ?? []).length >= count) return;
-      if (Date.now() > deadline) throw new Error(`the master does not count ${count} replicas online after ${timeoutMs} ms`);
+      if (Date.now() > deadline)
+        throw new Error(`the master does not count ${count} replicas online after ${timeoutMs} ms`);
       await new Promise((r) => setTimeout(r, 100));
     }
   }

@@ -38,7 +38,7 @@ export interface MutationContext {
 type Change = { kind: string; detail: string; apply: (p: RequestParts) => Buffer | RequestParts };
 
 const PRINTABLE = Array.from({ length: 0x7e - 0x21 + 1 }, (_, i) => String.fromCharCode(0x21 + i));
-const PATH_CHARS = [...'abcxyzABCXYZ0189/-._~%;:@!$&\'()*+,=?#'];
+const PATH_CHARS = [..."abcxyzABCXYZ0189/-._~%;:@!$&'()*+,=?#"];
 
 export function serialize(p: RequestParts): Buffer {
   const head = `${p.method} ${p.target} ${p.version}\r\n${p.headers.map(([n, v]) => `${n}: ${v}\r\n`).join('')}\r\n`;
@@ -94,7 +94,8 @@ function chunked(body: Buffer, sizes: number[]): Buffer {
     parts.push(Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n'));
     offset += chunk.length;
   }
-  if (offset < body.length) parts.push(Buffer.from(`${(body.length - offset).toString(16)}\r\n`), body.subarray(offset), Buffer.from('\r\n'));
+  if (offset < body.length)
+    parts.push(Buffer.from(`${(body.length - offset).toString(16)}\r\n`), body.subarray(offset), Buffer.from('\r\n'));
   return Buffer.concat([...parts, Buffer.from('0\r\n\r\n')]);
 }
 
@@ -135,13 +136,44 @@ function changes(ctx: MutationContext): fc.Arbitrary<Change>[] {
   const op = fc.constantFrom('replace' as const, 'insert' as const, 'delete' as const);
 
   const method = fc
-    .oneof(fc.constantFrom('GET', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD', 'TRACE', 'CONNECT', 'post', 'Post', 'POSTT', 'POS', 'P0ST', 'PO ST', ''), fc.stringMatching(/^[A-Z]{1,10}$/))
+    .oneof(
+      fc.constantFrom(
+        'GET',
+        'PUT',
+        'DELETE',
+        'PATCH',
+        'OPTIONS',
+        'HEAD',
+        'TRACE',
+        'CONNECT',
+        'post',
+        'Post',
+        'POSTT',
+        'POS',
+        'P0ST',
+        'PO ST',
+        '',
+      ),
+      fc.stringMatching(/^[A-Z]{1,10}$/),
+    )
     // PRI is HTTP/2's preface: Node closes such a connection by design (HTTP/1.1 allows no answer to it).
     .filter((m) => m !== 'POST' && m !== 'PRI')
     .map((m): Change => ({ kind: 'method', detail: m, apply: (p) => ({ ...clone(p), method: m }) }));
 
   const version = fc
-    .constantFrom('HTTP/1.2', 'HTTP/3.0', 'HTTP/1.11', 'HTTP/11', 'http/1.1', 'HTTPS/1.1', 'HTTP/1', 'HTTP/ 1.1', 'HTTP/9.9', 'HTTP/1.1 x', 'HTTP\\1.1')
+    .constantFrom(
+      'HTTP/1.2',
+      'HTTP/3.0',
+      'HTTP/1.11',
+      'HTTP/11',
+      'http/1.1',
+      'HTTPS/1.1',
+      'HTTP/1',
+      'HTTP/ 1.1',
+      'HTTP/9.9',
+      'HTTP/1.1 x',
+      'HTTP\\1.1',
+    )
     .map((v): Change => ({ kind: 'version', detail: v, apply: (p) => ({ ...clone(p), version: v }) }));
 
   const pathChar = fc
@@ -166,35 +198,74 @@ function changes(ctx: MutationContext): fc.Arbitrary<Change>[] {
       (t: string) => `*${t}`,
       (t: string) => t.slice(1),
     )
-    .map((f): Change => ({ kind: 'path-form', detail: f(base.target), apply: (p) => ({ ...clone(p), target: f(p.target) }) }));
+    .map((f): Change => ({
+      kind: 'path-form',
+      detail: f(base.target),
+      apply: (p) => ({ ...clone(p), target: f(p.target) }),
+    }));
 
   const query = fc
     .tuple(fc.constantFrom('?', '#', ';', '?&', '&', '%3F'), fc.stringMatching(/^[A-Za-z0-9=&%._~-]{0,16}$/))
-    .map(([sep, rest]): Change => ({ kind: 'query', detail: sep + rest, apply: (p) => ({ ...clone(p), target: p.target + sep + rest }) }));
+    .map(([sep, rest]): Change => ({
+      kind: 'query',
+      detail: sep + rest,
+      apply: (p) => ({ ...clone(p), target: p.target + sep + rest }),
+    }));
 
   const headerValue = fc
-    .record({ name: fc.constantFrom(...valueHeaders), op: fc.constantFrom('replace' as const, 'insert' as const, 'delete' as const, 'empty' as const, 'truncate' as const), at: fc.nat(), ch: fc.constantFrom(...PRINTABLE) })
+    .record({
+      name: fc.constantFrom(...valueHeaders),
+      op: fc.constantFrom(
+        'replace' as const,
+        'insert' as const,
+        'delete' as const,
+        'empty' as const,
+        'truncate' as const,
+      ),
+      at: fc.nat(),
+      ch: fc.constantFrom(...PRINTABLE),
+    })
     .map((r) => {
       const original = headerOf(base, r.name);
-      const mutated = r.op === 'empty' ? '' : r.op === 'truncate' ? original.slice(0, r.at % original.length) : editString(original, r.op, r.at, r.ch);
+      const mutated =
+        r.op === 'empty'
+          ? ''
+          : r.op === 'truncate'
+            ? original.slice(0, r.at % original.length)
+            : editString(original, r.op, r.at, r.ch);
       return { ...r, original, mutated };
     })
     // An equal value, or (for the signature) one that URL-decodes to the same bytes, is not a change.
-    .filter(({ name, original, mutated }) => mutated.trim() !== original && (name !== signHeader || safeDecode(mutated) !== safeDecode(original)))
-    .map(({ name, op: o, mutated }): Change => ({ kind: 'signed-header-value', detail: `${name} ${o}: ${JSON.stringify(mutated)}`, apply: (p) => setHeader(p, name, mutated) }));
+    .filter(
+      ({ name, original, mutated }) =>
+        mutated.trim() !== original && (name !== signHeader || safeDecode(mutated) !== safeDecode(original)),
+    )
+    .map(({ name, op: o, mutated }): Change => ({
+      kind: 'signed-header-value',
+      detail: `${name} ${o}: ${JSON.stringify(mutated)}`,
+      apply: (p) => setHeader(p, name, mutated),
+    }));
 
   const headerName = fc
     .record({ name: fc.constantFrom(...signedHeaders), op, at: fc.nat(), ch: fc.constantFrom(...PRINTABLE, '_', ' ') })
     .map((r) => ({ ...r, mutated: editString(r.name, r.op, r.at, r.ch) }))
     .filter(({ name, mutated }) => mutated.toLowerCase() !== name && mutated.trim().length > 0)
-    .map(({ name, mutated }): Change => ({ kind: 'signed-header-name', detail: `${name} -> ${JSON.stringify(mutated)}`, apply: (p) => setHeader(p, name, headerOf(p, name), mutated) }));
+    .map(({ name, mutated }): Change => ({
+      kind: 'signed-header-name',
+      detail: `${name} -> ${JSON.stringify(mutated)}`,
+      apply: (p) => setHeader(p, name, headerOf(p, name), mutated),
+    }));
 
   const dropHeader = fc
     .constantFrom(...signedHeaders, 'host')
     .map((name): Change => ({ kind: 'missing-header', detail: name, apply: (p) => setHeader(p, name, undefined) }));
 
   const duplicate = fc
-    .record({ name: fc.constantFrom(...valueHeaders, 'content-length', 'transfer-encoding'), same: fc.boolean(), atEnd: fc.boolean() })
+    .record({
+      name: fc.constantFrom(...valueHeaders, 'content-length', 'transfer-encoding'),
+      same: fc.boolean(),
+      atEnd: fc.boolean(),
+    })
     .map(({ name, same, atEnd }): Change => ({
       kind: 'duplicate-header',
       detail: `${name} ${same ? 'same value' : 'other value'} ${atEnd ? 'at the end' : 'adjacent'}`,
@@ -213,11 +284,26 @@ function changes(ctx: MutationContext): fc.Arbitrary<Change>[] {
     .oneof(
       fc.integer({ min: 1, max: len }).map((k) => String(len - k)),
       fc.integer({ min: 1, max: 5000 }).map((k) => String(len + k)),
-      fc.constantFrom('abc', '-1', '1e3', '0x10', `${len}.0`, `${len} ${len}`, '', `+${len}`, `${len},${len}`, `${len}0`),
+      fc.constantFrom(
+        'abc',
+        '-1',
+        '1e3',
+        '0x10',
+        `${len}.0`,
+        `${len} ${len}`,
+        '',
+        `+${len}`,
+        `${len},${len}`,
+        `${len}0`,
+      ),
       fc.constant('(none)'),
     )
     .filter((v) => !/^0*\d+$/.test(v.trim()) || Number(v.trim()) !== len)
-    .map((v): Change => ({ kind: 'content-length', detail: v, apply: (p) => setHeader(p, 'content-length', v === '(none)' ? undefined : v) }));
+    .map((v): Change => ({
+      kind: 'content-length',
+      detail: v,
+      apply: (p) => setHeader(p, 'content-length', v === '(none)' ? undefined : v),
+    }));
 
   const chunking = fc
     .record({
@@ -225,7 +311,16 @@ function changes(ctx: MutationContext): fc.Arbitrary<Change>[] {
       flipAt: fc.nat(),
       mask: fc.integer({ min: 1, max: 255 }),
       te: fc.constantFrom('chunked', 'Chunked', 'gzip, chunked', 'CHUNKED'),
-      framing: fc.constantFrom('proper', 'size-too-small', 'size-too-large', 'bad-hex', 'no-final-chunk', 'bare-lf', 'extension', 'trailer'),
+      framing: fc.constantFrom(
+        'proper',
+        'size-too-small',
+        'size-too-large',
+        'bad-hex',
+        'no-final-chunk',
+        'bare-lf',
+        'extension',
+        'trailer',
+      ),
     })
     .map((c): Change => ({
       kind: 'chunked',
@@ -233,8 +328,12 @@ function changes(ctx: MutationContext): fc.Arbitrary<Change>[] {
       apply: (p) => {
         // The body always changes too: a properly chunked unchanged body is the same signed request.
         let framed = chunked(flipByte(p.body, c.flipAt, c.mask), c.sizes).toString('latin1');
-        if (c.framing === 'size-too-small') framed = framed.replace(/^[0-9a-f]+/, (h) => (parseInt(h, 16) > 1 ? (parseInt(h, 16) - 1).toString(16) : 'g'));
-        if (c.framing === 'size-too-large') framed = framed.replace(/^[0-9a-f]+/, (h) => (parseInt(h, 16) + 1).toString(16));
+        if (c.framing === 'size-too-small')
+          framed = framed.replace(/^[0-9a-f]+/, (h) =>
+            parseInt(h, 16) > 1 ? (parseInt(h, 16) - 1).toString(16) : 'g',
+          );
+        if (c.framing === 'size-too-large')
+          framed = framed.replace(/^[0-9a-f]+/, (h) => (parseInt(h, 16) + 1).toString(16));
         if (c.framing === 'bad-hex') framed = `zz${framed}`;
         if (c.framing === 'no-final-chunk') framed = framed.slice(0, -'0\r\n\r\n'.length);
         if (c.framing === 'bare-lf') framed = framed.replace(/\r\n/g, '\n');
@@ -247,23 +346,26 @@ function changes(ctx: MutationContext): fc.Arbitrary<Change>[] {
       },
     }));
 
-  const framingConflict = fc
-    .constantFrom('cl+te', 'te-chunked-gzip', 'te-twice', 'te-identity')
-    .map((f): Change => ({
-      kind: 'framing-conflict',
-      detail: f,
-      apply: (p) => {
-        const q = clone(p);
-        if (f === 'cl+te') q.headers.push(['Transfer-Encoding', 'chunked']);
-        if (f === 'te-chunked-gzip') q.headers.push(['Transfer-Encoding', 'chunked, gzip']);
-        if (f === 'te-twice') q.headers.push(['Transfer-Encoding', 'chunked'], ['Transfer-Encoding', 'chunked']);
-        if (f === 'te-identity') q.headers.push(['Transfer-Encoding', 'identity']);
-        return q;
-      },
-    }));
+  const framingConflict = fc.constantFrom('cl+te', 'te-chunked-gzip', 'te-twice', 'te-identity').map((f): Change => ({
+    kind: 'framing-conflict',
+    detail: f,
+    apply: (p) => {
+      const q = clone(p);
+      if (f === 'cl+te') q.headers.push(['Transfer-Encoding', 'chunked']);
+      if (f === 'te-chunked-gzip') q.headers.push(['Transfer-Encoding', 'chunked, gzip']);
+      if (f === 'te-twice') q.headers.push(['Transfer-Encoding', 'chunked'], ['Transfer-Encoding', 'chunked']);
+      if (f === 'te-identity') q.headers.push(['Transfer-Encoding', 'identity']);
+      return q;
+    },
+  }));
 
   const body = fc
-    .record({ op: fc.constantFrom('flip', 'insert', 'delete', 'empty', 'append', 'truncate'), at: fc.nat(), mask: fc.integer({ min: 1, max: 255 }), bytes: fc.uint8Array({ minLength: 1, maxLength: 16 }) })
+    .record({
+      op: fc.constantFrom('flip', 'insert', 'delete', 'empty', 'append', 'truncate'),
+      at: fc.nat(),
+      mask: fc.integer({ min: 1, max: 255 }),
+      bytes: fc.uint8Array({ minLength: 1, maxLength: 16 }),
+    })
     .map((r): Change => ({
       kind: 'body',
       detail: `${r.op} at ${r.at % len}`,
@@ -271,12 +373,17 @@ function changes(ctx: MutationContext): fc.Arbitrary<Change>[] {
         const i = r.at % len;
         const b = p.body;
         const next =
-          r.op === 'flip' ? flipByte(b, r.at, r.mask)
-          : r.op === 'insert' ? Buffer.concat([b.subarray(0, i), Buffer.from(r.bytes), b.subarray(i)])
-          : r.op === 'delete' ? Buffer.concat([b.subarray(0, i), b.subarray(i + 1)])
-          : r.op === 'empty' ? Buffer.alloc(0)
-          : r.op === 'append' ? Buffer.concat([b, Buffer.from(r.bytes)])
-          : b.subarray(0, i);
+          r.op === 'flip'
+            ? flipByte(b, r.at, r.mask)
+            : r.op === 'insert'
+              ? Buffer.concat([b.subarray(0, i), Buffer.from(r.bytes), b.subarray(i)])
+              : r.op === 'delete'
+                ? Buffer.concat([b.subarray(0, i), b.subarray(i + 1)])
+                : r.op === 'empty'
+                  ? Buffer.alloc(0)
+                  : r.op === 'append'
+                    ? Buffer.concat([b, Buffer.from(r.bytes)])
+                    : b.subarray(0, i);
         return withLength(p, next);
       },
     }));
@@ -292,8 +399,13 @@ function changes(ctx: MutationContext): fc.Arbitrary<Change>[] {
 
   const oversizedHeaders = fc
     .oneof(
-      fc.integer({ min: 17 * 1024, max: 40 * 1024 }).map((n) => ({ what: `one header of ${n} bytes`, headers: [['X-Pad', 'p'.repeat(n)]] as [string, string][] })),
-      fc.integer({ min: 2001, max: 2600 }).map((n) => ({ what: `${n} headers before the signed ones`, headers: Array.from({ length: n }, (_, i) => [`h${i}`, '1'] as [string, string]) })),
+      fc
+        .integer({ min: 17 * 1024, max: 40 * 1024 })
+        .map((n) => ({ what: `one header of ${n} bytes`, headers: [['X-Pad', 'p'.repeat(n)]] as [string, string][] })),
+      fc.integer({ min: 2001, max: 2600 }).map((n) => ({
+        what: `${n} headers before the signed ones`,
+        headers: Array.from({ length: n }, (_, i) => [`h${i}`, '1'] as [string, string]),
+      })),
     )
     .map(({ what, headers }): Change => ({
       kind: 'oversized-headers',
@@ -318,9 +430,16 @@ function changes(ctx: MutationContext): fc.Arbitrary<Change>[] {
     }));
 
   const injection = fc
-    .record({ name: fc.constantFrom(...valueHeaders), at: fc.nat(), what: fc.constantFrom('\r', '\n', '\0', '\r\nX-Evil: 1', '\r\n folded', '\x7f') })
+    .record({
+      name: fc.constantFrom(...valueHeaders),
+      at: fc.nat(),
+      what: fc.constantFrom('\r', '\n', '\0', '\r\nX-Evil: 1', '\r\n folded', '\x7f'),
+    })
     // A new header line after the whole value leaves the value as signed: it must cut the value short.
-    .filter(({ name, at, what }) => what !== '\r\nX-Evil: 1' || at % (headerOf(base, name).length + 1) < headerOf(base, name).length)
+    .filter(
+      ({ name, at, what }) =>
+        what !== '\r\nX-Evil: 1' || at % (headerOf(base, name).length + 1) < headerOf(base, name).length,
+    )
     .map(({ name, at, what }): Change => ({
       kind: 'header-injection',
       detail: `${name} += ${JSON.stringify(what)} at ${at}`,
@@ -328,13 +447,25 @@ function changes(ctx: MutationContext): fc.Arbitrary<Change>[] {
     }));
 
   const syntax = fc
-    .record({ name: fc.constantFrom(...signedHeaders), form: fc.constantFrom('space-before-colon', 'no-colon', 'tab-in-name', 'empty-name', 'bare-lf-line-end') })
+    .record({
+      name: fc.constantFrom(...signedHeaders),
+      form: fc.constantFrom('space-before-colon', 'no-colon', 'tab-in-name', 'empty-name', 'bare-lf-line-end'),
+    })
     .map(({ name, form }): Change => ({
       kind: 'header-syntax',
       detail: `${name} ${form}`,
       apply: (p) => {
         const value = headerOf(p, name);
-        const line = form === 'space-before-colon' ? `${name} : ${value}` : form === 'no-colon' ? `${name} ${value}` : form === 'tab-in-name' ? `${name}\t: ${value}` : form === 'empty-name' ? `: ${value}` : null;
+        const line =
+          form === 'space-before-colon'
+            ? `${name} : ${value}`
+            : form === 'no-colon'
+              ? `${name} ${value}`
+              : form === 'tab-in-name'
+                ? `${name}\t: ${value}`
+                : form === 'empty-name'
+                  ? `: ${value}`
+                  : null;
         const others = p.headers.filter(([n]) => n.toLowerCase() !== name);
         const head = `${p.method} ${p.target} ${p.version}\r\n${others.map(([n, v]) => `${n}: ${v}\r\n`).join('')}${line === null ? `${name}: ${value}\n` : `${line}\r\n`}\r\n`;
         return Buffer.concat([Buffer.from(head, 'latin1'), p.body]);
@@ -342,7 +473,10 @@ function changes(ctx: MutationContext): fc.Arbitrary<Change>[] {
     }));
 
   const garbage = fc
-    .oneof(fc.uint8Array({ minLength: 1, maxLength: 3000 }), fc.string({ minLength: 1, maxLength: 200 }).map((s) => new Uint8Array(Buffer.from(s, 'utf8'))))
+    .oneof(
+      fc.uint8Array({ minLength: 1, maxLength: 3000 }),
+      fc.string({ minLength: 1, maxLength: 200 }).map((s) => new Uint8Array(Buffer.from(s, 'utf8'))),
+    )
     .filter((bytes) => bytes.some((b) => b !== 0x0d && b !== 0x0a))
     .map((bytes): Change => ({ kind: 'garbage', detail: `${bytes.length} bytes`, apply: () => Buffer.from(bytes) }));
 
@@ -350,25 +484,65 @@ function changes(ctx: MutationContext): fc.Arbitrary<Change>[] {
     .uint8Array({ minLength: 1, maxLength: 64 })
     // Leading empty lines are allowed before a request (RFC 9112 2.2): only other bytes break it.
     .filter((bytes) => bytes.some((b) => b !== 0x0d && b !== 0x0a))
-    .map((bytes): Change => ({ kind: 'garbage-prefix', detail: `${bytes.length} bytes`, apply: (p) => Buffer.concat([Buffer.from(bytes), serialize(p)]) }));
+    .map((bytes): Change => ({
+      kind: 'garbage-prefix',
+      detail: `${bytes.length} bytes`,
+      apply: (p) => Buffer.concat([Buffer.from(bytes), serialize(p)]),
+    }));
 
-  const expect = fc
-    .constantFrom('nonsense', '100-continuex', '200-ok')
-    .map((v): Change => ({ kind: 'expect', detail: v, apply: (p) => ({ ...clone(p), headers: [...p.headers, ['Expect', v]] }) }));
+  const expect = fc.constantFrom('nonsense', '100-continuex', '200-ok').map((v): Change => ({
+    kind: 'expect',
+    detail: v,
+    apply: (p) => ({ ...clone(p), headers: [...p.headers, ['Expect', v]] }),
+  }));
 
-  return [method, version, pathChar, pathForm, query, headerValue, headerName, dropHeader, duplicate, contentLength, chunking, framingConflict, body, truncate, oversizedHeaders, oversizedBody, injection, syntax, garbage, garbagePrefix, expect];
+  return [
+    method,
+    version,
+    pathChar,
+    pathForm,
+    query,
+    headerValue,
+    headerName,
+    dropHeader,
+    duplicate,
+    contentLength,
+    chunking,
+    framingConflict,
+    body,
+    truncate,
+    oversizedHeaders,
+    oversizedBody,
+    injection,
+    syntax,
+    garbage,
+    garbagePrefix,
+    expect,
+  ];
 }
 
 /** Mutants of the base request: one breaking change, optional noise under it, split into 1 to 4 writes. */
 export function mutantArb(ctx: MutationContext): fc.Arbitrary<Mutant> {
   const weighted = changes(ctx).map((arbitrary) => ({ arbitrary, weight: 1 }));
-  return fc.record({ change: fc.oneof(...weighted), noise: fc.option(noiseArb(), { nil: undefined }), pieces: fc.integer({ min: 1, max: 4 }) }).map(({ change, noise, pieces }) => {
-    const parts = noise ? noise.apply(clone(ctx.base)) : clone(ctx.base);
-    const out = change.apply(parts);
-    const bytes = Buffer.isBuffer(out) ? out : serialize(out);
-    const head = Buffer.isBuffer(out) ? bytes.subarray(0, 5).toString('latin1') === 'HEAD ' : out.method === 'HEAD';
-    return { kind: change.kind, detail: `${change.detail}${noise ? ` + noise ${noise.detail}` : ''}`, bytes, pieces, head };
-  });
+  return fc
+    .record({
+      change: fc.oneof(...weighted),
+      noise: fc.option(noiseArb(), { nil: undefined }),
+      pieces: fc.integer({ min: 1, max: 4 }),
+    })
+    .map(({ change, noise, pieces }) => {
+      const parts = noise ? noise.apply(clone(ctx.base)) : clone(ctx.base);
+      const out = change.apply(parts);
+      const bytes = Buffer.isBuffer(out) ? out : serialize(out);
+      const head = Buffer.isBuffer(out) ? bytes.subarray(0, 5).toString('latin1') === 'HEAD ' : out.method === 'HEAD';
+      return {
+        kind: change.kind,
+        detail: `${change.detail}${noise ? ` + noise ${noise.detail}` : ''}`,
+        bytes,
+        pieces,
+        head,
+      };
+    });
 }
 
 /** The bytes split into `n` writes at evenly spaced points (the parser must cope with any split). */

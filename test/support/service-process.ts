@@ -25,16 +25,24 @@ export class ServiceProcess {
    */
   static async startQuiet(env: Record<string, string>, nodeArgs?: string[]): Promise<ServiceProcess> {
     const ports = { receiver: await freePort(), admin: await freePort() };
-    const service = await ServiceProcess.start({ LOG_LEVEL: 'warn', ...env, PORT: String(ports.receiver), ADMIN_PORT: String(ports.admin) }, async () => {
-      const res = await fetch(`http://127.0.0.1:${ports.admin}/healthz`).catch(() => undefined);
-      return res?.status === 200;
-    }, nodeArgs);
+    const service = await ServiceProcess.start(
+      { LOG_LEVEL: 'warn', ...env, PORT: String(ports.receiver), ADMIN_PORT: String(ports.admin) },
+      async () => {
+        const res = await fetch(`http://127.0.0.1:${ports.admin}/healthz`).catch(() => undefined);
+        return res?.status === 200;
+      },
+      nodeArgs,
+    );
     service.ports = ports;
     return service;
   }
 
   /** `nodeArgs`: node's arguments, the script included (see built-service.ts); ts-node on src/main.ts unless given. */
-  static async start(env: Record<string, string>, ready?: () => Promise<boolean>, nodeArgs = ['-r', 'ts-node/register', path.join(ROOT, 'src/main.ts')]): Promise<ServiceProcess> {
+  static async start(
+    env: Record<string, string>,
+    ready?: () => Promise<boolean>,
+    nodeArgs = ['-r', 'ts-node/register', path.join(ROOT, 'src/main.ts')],
+  ): Promise<ServiceProcess> {
     const child = spawn(process.execPath, nodeArgs, {
       cwd: ROOT,
       env: { ...process.env, PORT: '0', ADMIN_PORT: '0', LOG_LEVEL: 'info', ...env },
@@ -56,7 +64,9 @@ export class ServiceProcess {
     });
     let stderr = '';
     child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
-    const up = ready ? service.waitUntil(ready, 20000) : service.waitForLog((l) => l.message === 'admin listening', 20000);
+    const up = ready
+      ? service.waitUntil(ready, 20000)
+      : service.waitForLog((l) => l.message === 'admin listening', 20000);
     await up.catch(async (err: Error) => {
       // A process that never came up is not in the caller's list to stop; left running it keeps jest alive.
       await service.kill('SIGKILL');
@@ -76,24 +86,30 @@ export class ServiceProcess {
   private async waitUntil(ready: () => Promise<boolean>, timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (!(await ready())) {
-      if (this.child.exitCode !== null || Date.now() > deadline) throw new Error(`not ready (exit ${this.child.exitCode})`);
+      if (this.child.exitCode !== null || Date.now() > deadline)
+        throw new Error(`not ready (exit ${this.child.exitCode})`);
       await new Promise((r) => setTimeout(r, 50));
     }
   }
 
-  async waitForLog(predicate: (l: Record<string, unknown>) => boolean, timeoutMs = 10000): Promise<Record<string, unknown>> {
+  async waitForLog(
+    predicate: (l: Record<string, unknown>) => boolean,
+    timeoutMs = 10000,
+  ): Promise<Record<string, unknown>> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const found = this.lines.find(predicate);
       if (found) return found;
-      if (this.child.exitCode !== null || Date.now() > deadline) throw new Error(`log line not seen (exit ${this.child.exitCode})`);
+      if (this.child.exitCode !== null || Date.now() > deadline)
+        throw new Error(`log line not seen (exit ${this.child.exitCode})`);
       await new Promise((r) => setTimeout(r, 25));
     }
   }
 
   /** Sends the signal and waits for the process to end; resolves with its exit code or signal. */
   async kill(signal: NodeJS.Signals): Promise<number | string> {
-    if (this.child.exitCode !== null || this.child.signalCode !== null) return this.child.exitCode ?? String(this.child.signalCode);
+    if (this.child.exitCode !== null || this.child.signalCode !== null)
+      return this.child.exitCode ?? String(this.child.signalCode);
     const exited = new Promise<number | string>((r) => this.child.once('exit', (code, sig) => r(code ?? String(sig))));
     this.child.kill(signal);
     return exited;

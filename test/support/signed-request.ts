@@ -26,12 +26,26 @@ export interface EnvironmentOverrides {
  * The verifier options the builder's requests are made for: one `production` environment with these
  * keys; override one field per case.
  */
-export function verifierOptions(keys: readonly KeyObject[], over: Partial<VerifierOptions> & EnvironmentOverrides = {}): VerifierOptions {
+export function verifierOptions(
+  keys: readonly KeyObject[],
+  over: Partial<VerifierOptions> & EnvironmentOverrides = {},
+): VerifierOptions {
   const { appId: _appId, merchantId: _merchantId, ...rest } = over;
   const appId = 'appId' in over ? over.appId : 'platform-app';
   const merchantId = 'merchantId' in over ? over.merchantId : MERCHANT_ID;
-  const environment = { name: 'production', keys, ...(appId !== undefined ? { appId } : {}), ...(merchantId !== undefined ? { merchantId } : {}) };
-  return { environments: [environment], headerPrefix: 'x-svc', schemes: ['current', 'legacy'], toleranceMs: 300_000, ...rest };
+  const environment = {
+    name: 'production',
+    keys,
+    ...(appId !== undefined ? { appId } : {}),
+    ...(merchantId !== undefined ? { merchantId } : {}),
+  };
+  return {
+    environments: [environment],
+    headerPrefix: 'x-svc',
+    schemes: ['current', 'legacy'],
+    toleranceMs: 300_000,
+    ...rest,
+  };
 }
 
 export interface CurrentFields {
@@ -61,7 +75,9 @@ export function currentRequest(f: CurrentFields): Built<CurrentHeadersSent> {
   const timestamp = String(f.timestamp ?? NOW_MS);
   const nonce = f.nonce ?? '6f1c0d2b9e8a4f7c8d3e2a1b0c9d8e7f';
   const body = f.body ?? Buffer.from('{"type":"MERCH","data":{"request_id":"PAY1","status":"SUCCESS"}}');
-  const signature = sign('sha256', currentStringToSign(method, target, timestamp, nonce, body), f.key).toString('base64');
+  const signature = sign('sha256', currentStringToSign(method, target, timestamp, nonce, body), f.key).toString(
+    'base64',
+  );
   const headers = {
     'x-svc-timestamp': timestamp,
     'x-svc-nonce': nonce,
@@ -83,15 +99,24 @@ export interface LegacyFields {
 }
 
 export function legacyBody(timestamp: number, requestId = 'L1'): Buffer {
-  return Buffer.from(`{"timestamp":${timestamp},"type":"MERCH","data":{"request_id":"${requestId}","status":"SUCCESS"}}`);
+  return Buffer.from(
+    `{"timestamp":${timestamp},"type":"MERCH","data":{"request_id":"${requestId}","status":"SUCCESS"}}`,
+  );
 }
 
 /** A genuine v1.2 request (spec 5.2). */
 export function legacyRequest(f: LegacyFields): Built<LegacyHeadersSent> {
   const timestamp = f.timestamp ?? NOW_MS;
   const body = f.body ?? legacyBody(timestamp);
-  const signature = sign('sha256', legacyStringToSign(f.merchantId ?? MERCHANT_ID, timestamp, body), f.key).toString('base64');
-  const headers = { signature: encodeURIComponent(signature), type: 'RSA256', version: 'v1.2', 'content-type': 'application/json' };
+  const signature = sign('sha256', legacyStringToSign(f.merchantId ?? MERCHANT_ID, timestamp, body), f.key).toString(
+    'base64',
+  );
+  const headers = {
+    signature: encodeURIComponent(signature),
+    type: 'RSA256',
+    version: 'v1.2',
+    'content-type': 'application/json',
+  };
   return { method: 'POST', target: f.target ?? TARGET, headers, body, nowMs: NOW_MS };
 }
 

@@ -14,7 +14,10 @@ export interface ReceivedRequest {
 }
 
 /** What the target does with the n-th request (0-based): answer a status, or hang. */
-export type Behaviour = (n: number, req: ReceivedRequest) => { status: number; headers?: Record<string, string>; delayMs?: number; body?: string } | 'hang';
+export type Behaviour = (
+  n: number,
+  req: ReceivedRequest,
+) => { status: number; headers?: Record<string, string>; delayMs?: number; body?: string } | 'hang';
 
 /**
  * A real local HTTP server standing in for one of the merchant's systems; it records every request to
@@ -39,7 +42,9 @@ export class TargetServer {
     const server = createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => target!.handle({ at: Date.now(), path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks) }, res));
+      req.on('end', () =>
+        target!.handle({ at: Date.now(), path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks) }, res),
+      );
     });
     target = new TargetServer(server, behaviour);
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
@@ -82,7 +87,8 @@ export class TargetServer {
   async waitFor(predicate: () => boolean, timeoutMs = 10000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (!predicate()) {
-      if (Date.now() > deadline) throw new Error(`target: condition not met within ${timeoutMs} ms (${this.requests.length} requests)`);
+      if (Date.now() > deadline)
+        throw new Error(`target: condition not met within ${timeoutMs} ms (${this.requests.length} requests)`);
       await new Promise((r) => setTimeout(r, 20));
     }
   }

@@ -14,7 +14,11 @@ const auth = { authorization: `Bearer ${ADMIN_TEST_TOKEN}` };
  * The whole path on one topology: receive, de-duplicate, forward, dead-letter, replay, admin reads
  * and metrics. `env` names the topology (REDIS_CLUSTER_NODES or REDIS_SENTINELS…).
  */
-export async function runWholePath(platform: FakePlatform, env: Record<string, string>, keysAt: (prefix: string) => Promise<string[]>): Promise<void> {
+export async function runWholePath(
+  platform: FakePlatform,
+  env: Record<string, string>,
+  keysAt: (prefix: string) => Promise<string[]>,
+): Promise<void> {
   const ledger = await TargetServer.start();
   let crmHealthy = false;
   const crm = await TargetServer.start(() => ({ status: crmHealthy ? 200 : 502 }));
@@ -43,7 +47,11 @@ export async function runWholePath(platform: FakePlatform, env: Record<string, s
     const dead = await request(f.admin).get('/admin/api/dead-letters?target=crm').set(auth).expect(200);
     expect(dead.body.deadLetters).toEqual([expect.objectContaining({ eventId })]);
     crmHealthy = true;
-    const replayed = await request(f.admin).post('/admin/api/dead-letters/replay').set(auth).send({ all: true, target: 'crm' }).expect(200);
+    const replayed = await request(f.admin)
+      .post('/admin/api/dead-letters/replay')
+      .set(auth)
+      .send({ all: true, target: 'crm' })
+      .expect(200);
     expect(replayed.body.replayed).toHaveLength(1);
     await crm.waitFor(() => crm.successes().length === 1);
 
@@ -58,11 +66,19 @@ export async function runWholePath(platform: FakePlatform, env: Record<string, s
     const metrics = await request(f.admin).get('/metrics').set(auth).expect(200);
     expect(metrics.text).toMatch(/^webhook_redis_up 1$/m);
     expect(metrics.text).toMatch(/^webhook_queue_jobs\{queue="deliver\.ledger",state="completed"\} 1$/m);
-    expect(metrics.text).toMatch(/^webhook_notifications_total\{event_type="payment\.result",outcome="duplicate",reason="",environment="production"\} 1$/m);
+    expect(metrics.text).toMatch(
+      /^webhook_notifications_total\{event_type="payment\.result",outcome="duplicate",reason="",environment="production"\} 1$/m,
+    );
 
     // The queues live where the topology says, every key under the hash-tagged prefix.
     const keys = await keysAt(keyPrefix(f.config.queuePrefix));
-    expect(keys).toEqual(expect.arrayContaining([`${keyPrefix(f.config.queuePrefix)}:payment.result:meta`, `${keyPrefix(f.config.queuePrefix)}:deliver.crm:meta`, `${keyPrefix(f.config.queuePrefix)}:c:${eventId}`]));
+    expect(keys).toEqual(
+      expect.arrayContaining([
+        `${keyPrefix(f.config.queuePrefix)}:payment.result:meta`,
+        `${keyPrefix(f.config.queuePrefix)}:deliver.crm:meta`,
+        `${keyPrefix(f.config.queuePrefix)}:c:${eventId}`,
+      ]),
+    );
   } finally {
     await f.close();
     await ledger.close();
@@ -105,7 +121,9 @@ export async function runFailover(
   try {
     const sender = async () => {
       while (Date.now() < deadline && (killedAt < 0 || acknowledged.length - killedAt < resumeTarget)) {
-        const n = platform.signed(type, { body: `{"type":"MERCH","data":{"seq":${seq++},"run":"${f.config.queuePrefix}"}}` });
+        const n = platform.signed(type, {
+          body: `{"type":"MERCH","data":{"seq":${seq++},"run":"${f.config.queuePrefix}"}}`,
+        });
         const res = await platform.send(f.receiver.app, n);
         if (res.status === 200) acknowledged.push(eventIdFor(type, 'production', n.body));
         else {
@@ -119,18 +137,31 @@ export async function runFailover(
       await step('kill the master', kill(f));
       killedAt = acknowledged.length;
       await step('heal', heal(), 60_000);
-
     };
     await Promise.all([sender(), sender(), sender(), sender(), killer()]);
     const delivered = () => new Set(target.successes().map((r) => String(r.headers['webhook-id'])));
-    await waitUntil(() => acknowledged.every((id) => delivered().has(id)), deliveryTimeoutMs, 'delivery of every acknowledged notification').catch(() => undefined);
+    await waitUntil(
+      () => acknowledged.every((id) => delivered().has(id)),
+      deliveryTimeoutMs,
+      'delivery of every acknowledged notification',
+    ).catch(() => undefined);
     const seen = delivered();
     // Where a lost one is (or is not), to tell a lost write from a stuck delivery.
     for (const id of acknowledged.filter((a) => !seen.has(a)).slice(0, 3)) {
       const event = await request(f.admin).get(`/admin/api/events/${id}`).set(auth);
-      console.log(`not delivered: ${id}`, f.receiver.logs.lines.find((l) => l.eventId === id), event.status, JSON.stringify(event.body).slice(0, 500));
+      console.log(
+        `not delivered: ${id}`,
+        f.receiver.logs.lines.find((l) => l.eventId === id),
+        event.status,
+        JSON.stringify(event.body).slice(0, 500),
+      );
     }
-    return { acknowledged, lost: acknowledged.filter((id) => !seen.has(id)), acknowledgedAfterKill: Math.max(0, acknowledged.length - killedAt), refused };
+    return {
+      acknowledged,
+      lost: acknowledged.filter((id) => !seen.has(id)),
+      acknowledgedAfterKill: Math.max(0, acknowledged.length - killedAt),
+      refused,
+    };
   } finally {
     await step('close the service', f.close());
     await target.close();
@@ -167,16 +198,24 @@ export async function runLaggingReplicaFailover(
   // Retried (every 200 ms at most, 100 times) for longer than the failover takes: a delivery that does not happen is lost, not dead-lettered.
   // A short bound keeps the freeze well under the sentinels' down-after (1 s): a replica they saw as
   // down when the master died is passed over, and the failover waits for a later attempt.
-  const f = buildForwarding(platform, [{ name: 'ledger', url: target.url, maxAttempts: 100 }], { ENQUEUE_TIMEOUT_MS: '300', ...env });
+  const f = buildForwarding(platform, [{ name: 'ledger', url: target.url, maxAttempts: 100 }], {
+    ENQUEUE_TIMEOUT_MS: '300',
+    ...env,
+  });
   const type: EventType = 'payment.result';
-  const notification = (label: string) => platform.signed(type, { body: `{"type":"MERCH","data":{"lag":"${label}","run":"${f.config.queuePrefix}"}}` });
+  const notification = (label: string) =>
+    platform.signed(type, { body: `{"type":"MERCH","data":{"lag":"${label}","run":"${f.config.queuePrefix}"}}` });
   const delivered = () => new Set(target.successes().map((r) => String(r.headers['webhook-id'])));
   let frozen: { pause(): void; resume(): void }[] = [];
   try {
     await step('connect', f.receiver.ready());
     const before = notification('before');
     let last = 0;
-    await waitUntil(async () => (last = (await platform.send(f.receiver.app, before)).status) === 200, 20_000, 'a 200 before the lag').catch((err: Error) => {
+    await waitUntil(
+      async () => (last = (await platform.send(f.receiver.app, before)).status) === 200,
+      20_000,
+      'a 200 before the lag',
+    ).catch((err: Error) => {
       const refusal = f.receiver.logs.lines.filter((l) => l.outcome === 'unavailable').at(-1);
       throw new Error(`${err.message} (last answer ${last}; last refusal: ${JSON.stringify(refusal)})`);
     });
@@ -187,7 +226,9 @@ export async function runLaggingReplicaFailover(
     for (const r of frozen) r.pause();
     const lagging = Array.from({ length: sent }, (_, i) => notification(`lagging-${i}`));
     const answers = await step('send while lagging', Promise.all(lagging.map((n) => platform.send(f.receiver.app, n))));
-    const acknowledgedWhileLagging = lagging.filter((_, i) => answers[i]!.status === 200).map((n) => eventIdFor(type, 'production', n.body));
+    const acknowledgedWhileLagging = lagging
+      .filter((_, i) => answers[i]!.status === 200)
+      .map((n) => eventIdFor(type, 'production', n.body));
 
     await step('kill the master', topology.kill(f));
     for (const r of frozen) r.resume();
@@ -196,11 +237,17 @@ export async function runLaggingReplicaFailover(
     failing = false;
 
     const after = notification('after');
-    const resumed = await waitUntil(async () => (await platform.send(f.receiver.app, after)).status === 200, 20_000, 'a 200 after the failover').then(
+    const resumed = await waitUntil(
+      async () => (await platform.send(f.receiver.app, after)).status === 200,
+      20_000,
+      'a 200 after the failover',
+    ).then(
       () => true,
       () => false,
     );
-    await target.waitFor(() => resumed && delivered().has(eventIdFor(type, 'production', after.body)), 20_000).catch(() => undefined);
+    await target
+      .waitFor(() => resumed && delivered().has(eventIdFor(type, 'production', after.body)), 20_000)
+      .catch(() => undefined);
     // Deliveries that survived go within a few backoff rounds of the target's recovery.
     await waitUntil(() => acknowledgedWhileLagging.every((id) => delivered().has(id)), 5_000).catch(() => undefined);
     const seen = delivered();
@@ -217,7 +264,13 @@ async function step<T>(what: string, work: Promise<T>, timeoutMs = 20_000): Prom
   let timer: NodeJS.Timeout | undefined;
   const started = Date.now();
   try {
-    return await Promise.race([work, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not done within ${timeoutMs} ms`)), timeoutMs)))]);
+    return await Promise.race([
+      work,
+      new Promise<never>(
+        (_, reject) =>
+          (timer = setTimeout(() => reject(new Error(`${what}: not done within ${timeoutMs} ms`)), timeoutMs)),
+      ),
+    ]);
   } finally {
     clearTimeout(timer);
     if (process.env.TOPOLOGY_TRACE === '1') console.log(`${what}: ${Date.now() - started} ms`);
@@ -235,7 +288,12 @@ export async function runReplicasPaused(
   replicas: () => Promise<{ pause(): void; resume(): void }[]>,
 ): Promise<void> {
   const ENQUEUE_TIMEOUT_MS = 1000;
-  const h = buildHarness({ PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64, REDIS_MIN_REPLICAS_ACK: '1', ENQUEUE_TIMEOUT_MS: String(ENQUEUE_TIMEOUT_MS), ...env });
+  const h = buildHarness({
+    PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64,
+    REDIS_MIN_REPLICAS_ACK: '1',
+    ENQUEUE_TIMEOUT_MS: String(ENQUEUE_TIMEOUT_MS),
+    ...env,
+  });
   const frozen = await replicas();
   try {
     expect(frozen.length).toBeGreaterThan(0);
@@ -253,8 +311,12 @@ export async function runReplicasPaused(
     // (seen once in CI on Node 24). Either way the write was not acknowledged: without WAIT it would be.
     const refusal = h.logs.find((l) => l.outcome === 'unavailable');
     const shortfall = refusal?.reason === 'replicas';
-    expect(refusal).toMatchObject({ error: expect.stringMatching(shortfall ? /only 0 of 1 replicas confirmed/ : /did not confirm within/) });
-    expect(await counterValue(h.metrics.replicaShortfalls, { event_type: 'settlement.result' })).toBe(shortfall ? 1 : 0);
+    expect(refusal).toMatchObject({
+      error: expect.stringMatching(shortfall ? /only 0 of 1 replicas confirmed/ : /did not confirm within/),
+    });
+    expect(await counterValue(h.metrics.replicaShortfalls, { event_type: 'settlement.result' })).toBe(
+      shortfall ? 1 : 0,
+    );
 
     for (const r of frozen) r.resume();
     await waitFor200(platform, h, 10_000);

@@ -38,7 +38,16 @@ export type Mutation =
 
 /** The headers each scheme signs or fixes, by role. */
 export type SignedHeader = 'timestamp' | 'nonce' | 'sign';
-type NonCanonical = 'drop-padding' | 'drop-one-pad' | 'extra-padding' | 'url-safe' | 'pad-bits' | 'double-encoded' | 'whitespace' | 'broken-escape' | 'trailing-garbage';
+type NonCanonical =
+  | 'drop-padding'
+  | 'drop-one-pad'
+  | 'extra-padding'
+  | 'url-safe'
+  | 'pad-bits'
+  | 'double-encoded'
+  | 'whitespace'
+  | 'broken-escape'
+  | 'trailing-garbage';
 
 const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
 const PRINTABLE = fc.constantFrom(...'abcXYZ019-_.~%/?&=+ '.split(''));
@@ -59,7 +68,17 @@ const common: fc.Arbitrary<Mutation>[] = [
   fc.record({ kind: fc.constant('signature-base64-case' as const), at }),
   fc.record({
     kind: fc.constant('signature-non-canonical' as const),
-    how: fc.constantFrom<NonCanonical>('drop-padding', 'drop-one-pad', 'extra-padding', 'url-safe', 'pad-bits', 'double-encoded', 'whitespace', 'broken-escape', 'trailing-garbage'),
+    how: fc.constantFrom<NonCanonical>(
+      'drop-padding',
+      'drop-one-pad',
+      'extra-padding',
+      'url-safe',
+      'pad-bits',
+      'double-encoded',
+      'whitespace',
+      'broken-escape',
+      'trailing-garbage',
+    ),
     at,
   }),
   fc.constant({ kind: 'foreign-key' as const }),
@@ -74,23 +93,49 @@ export const currentMutation: fc.Arbitrary<Mutation> = fc.oneof(
   fc.record({ kind: fc.constant('target-percent-encode' as const), at }),
   fc.record({ kind: fc.constant('target-truncate' as const), keep: at }),
   fc.record({ kind: fc.constant('method' as const), method: fc.constantFrom('post', 'PUT', 'GET', 'PATCH', 'POST ') }),
-  fc.record({ kind: fc.constant('header-char' as const), header: fc.constantFrom<SignedHeader>('timestamp', 'nonce'), at, char: fc.constantFrom(...'0123456789abcXYZ-_'.split('')) }),
+  fc.record({
+    kind: fc.constant('header-char' as const),
+    header: fc.constantFrom<SignedHeader>('timestamp', 'nonce'),
+    at,
+    char: fc.constantFrom(...'0123456789abcXYZ-_'.split('')),
+  }),
   fc.record({ kind: fc.constant('header-case' as const), header: fc.constant<SignedHeader>('nonce'), at }),
-  fc.record({ kind: fc.constant('header-truncate' as const), header: fc.constantFrom<SignedHeader>('timestamp', 'nonce'), keep: at }),
-  fc.record({ kind: fc.constant('timestamp-shift' as const), by: fc.integer({ min: -2 * 300_000, max: 2 * 300_000 }).filter((n) => n !== 0) }),
+  fc.record({
+    kind: fc.constant('header-truncate' as const),
+    header: fc.constantFrom<SignedHeader>('timestamp', 'nonce'),
+    keep: at,
+  }),
+  fc.record({
+    kind: fc.constant('timestamp-shift' as const),
+    by: fc.integer({ min: -2 * 300_000, max: 2 * 300_000 }).filter((n) => n !== 0),
+  }),
   fc.constant({ kind: 'timestamp-leading-zero' as const }),
   fc.record({
     kind: fc.constant('fixed-header' as const),
     header: fc.constantFrom<'x-svc-sign-alg' | 'x-svc-appid'>('x-svc-sign-alg', 'x-svc-appid'),
-    value: fc.constantFrom('SHA1_WITH_RSA', 'sha256_with_rsa', 'other-app', 'PLATFORM-APP', 'platform-app, platform-app', ''),
+    value: fc.constantFrom(
+      'SHA1_WITH_RSA',
+      'sha256_with_rsa',
+      'other-app',
+      'PLATFORM-APP',
+      'platform-app, platform-app',
+      '',
+    ),
   }),
 );
 
 export const legacyMutation: fc.Arbitrary<Mutation> = fc.oneof(
   ...common,
-  fc.record({ kind: fc.constant('legacy-body-timestamp' as const), by: fc.integer({ min: -600_000, max: 600_000 }).filter((n) => n !== 0) }),
+  fc.record({
+    kind: fc.constant('legacy-body-timestamp' as const),
+    by: fc.integer({ min: -600_000, max: 600_000 }).filter((n) => n !== 0),
+  }),
   fc.constant({ kind: 'legacy-duplicate-timestamp' as const }),
-  fc.record({ kind: fc.constant('fixed-header' as const), header: fc.constantFrom<'type' | 'version'>('type', 'version'), value: fc.constantFrom('rsa256', 'RSA', 'v1.1', 'V1.2', 'RSA256, RSA256', '') }),
+  fc.record({
+    kind: fc.constant('fixed-header' as const),
+    header: fc.constantFrom<'type' | 'version'>('type', 'version'),
+    value: fc.constantFrom('rsa256', 'RSA', 'v1.1', 'V1.2', 'RSA256, RSA256', ''),
+  }),
 );
 
 function headerName(g: Genuine, h: SignedHeader): string {
@@ -121,18 +166,26 @@ function letterAt(s: string, n: number): number | undefined {
 
 function nonCanonical(b64: string, how: NonCanonical, n: number): string {
   switch (how) {
-    case 'drop-padding': return b64.replace(/=+$/, '');
-    case 'drop-one-pad': return b64.slice(0, -1);
-    case 'extra-padding': return `${b64}==`;
-    case 'url-safe': return /[+/]/.test(b64) ? b64.replace(/\+/g, '-').replace(/\//g, '_') : `${b64.slice(0, -2)}-_`;
+    case 'drop-padding':
+      return b64.replace(/=+$/, '');
+    case 'drop-one-pad':
+      return b64.slice(0, -1);
+    case 'extra-padding':
+      return `${b64}==`;
+    case 'url-safe':
+      return /[+/]/.test(b64) ? b64.replace(/\+/g, '-').replace(/\//g, '_') : `${b64.slice(0, -2)}-_`;
     case 'pad-bits': {
       const i = b64.length - 3; // 256-byte signatures end "x==": 4 pad bits in x
       return replaceAt(b64, i, ALPHABET.charAt(ALPHABET.indexOf(b64.charAt(i)) | (1 + (n % 15))));
     }
-    case 'double-encoded': return encodeURIComponent(encodeURIComponent(b64));
-    case 'whitespace': return `${b64.slice(0, n % b64.length)}${[' ', '\t', '\n', '\r\n'][n % 4]}${b64.slice(n % b64.length)}`;
-    case 'broken-escape': return `${b64.slice(0, n % b64.length)}%${'zG'[n % 2]}1${b64.slice(n % b64.length)}`;
-    case 'trailing-garbage': return `${b64}${['A', 'AA', 'AAAA', '=', '.'][n % 5]}`;
+    case 'double-encoded':
+      return encodeURIComponent(encodeURIComponent(b64));
+    case 'whitespace':
+      return `${b64.slice(0, n % b64.length)}${[' ', '\t', '\n', '\r\n'][n % 4]}${b64.slice(n % b64.length)}`;
+    case 'broken-escape':
+      return `${b64.slice(0, n % b64.length)}%${'zG'[n % 2]}1${b64.slice(n % b64.length)}`;
+    case 'trailing-garbage':
+      return `${b64}${['A', 'AA', 'AAAA', '=', '.'][n % 5]}`;
   }
 }
 
@@ -164,7 +217,9 @@ export function mutate(g: Genuine, m: Mutation): Wire {
       return { ...w, body: Buffer.concat([body.subarray(0, i), body.subarray(i + 1)]) };
     }
     case 'body-truncate':
-      return body.length === 0 ? { ...w, body: Buffer.from('{}') } : { ...w, body: body.subarray(0, m.keep % body.length) };
+      return body.length === 0
+        ? { ...w, body: Buffer.from('{}') }
+        : { ...w, body: body.subarray(0, m.keep % body.length) };
     case 'body-append-lf':
       return { ...w, body: Buffer.concat([body, Buffer.from('\n')]) };
     case 'target-char': {
@@ -183,7 +238,13 @@ export function mutate(g: Genuine, m: Mutation): Wire {
     case 'target-percent-encode': {
       // "/a" and "/%61" name the same resource to a URL parser, but the signature covers the text.
       const i = 1 + (m.at % (w.target.length - 1));
-      return { ...w, target: w.target.slice(0, i) + `%${w.target.charCodeAt(i).toString(16).toUpperCase().padStart(2, '0')}` + w.target.slice(i + 1) };
+      return {
+        ...w,
+        target:
+          w.target.slice(0, i) +
+          `%${w.target.charCodeAt(i).toString(16).toUpperCase().padStart(2, '0')}` +
+          w.target.slice(i + 1),
+      };
     }
     case 'target-truncate':
       return { ...w, target: w.target.slice(0, m.keep % w.target.length) };
@@ -215,7 +276,9 @@ export function mutate(g: Genuine, m: Mutation): Wire {
     case 'header-remove':
       return withHeader(w, headerName(g, m.header), undefined);
     case 'timestamp-shift':
-      return g.scheme === 'current' ? withHeader(w, 'x-svc-timestamp', String(g.timestamp + m.by)) : mutate(g, { kind: 'legacy-body-timestamp', by: m.by });
+      return g.scheme === 'current'
+        ? withHeader(w, 'x-svc-timestamp', String(g.timestamp + m.by))
+        : mutate(g, { kind: 'legacy-body-timestamp', by: m.by });
     case 'timestamp-leading-zero':
       return withHeader(w, 'x-svc-timestamp', `0${w.headers['x-svc-timestamp']}`);
     case 'signature-bit': {
@@ -225,7 +288,11 @@ export function mutate(g: Genuine, m: Mutation): Wire {
     }
     case 'signature-bytes-truncate': {
       const bytes = Buffer.from(g.signature, 'base64');
-      return withHeader(w, sigName, encodeURIComponent(bytes.subarray(0, 1 + (m.keep % (bytes.length - 1))).toString('base64')));
+      return withHeader(
+        w,
+        sigName,
+        encodeURIComponent(bytes.subarray(0, 1 + (m.keep % (bytes.length - 1))).toString('base64')),
+      );
     }
     case 'signature-base64-case': {
       const i = letterAt(g.signature.replace(/=+$/, ''), m.at)!;
@@ -239,12 +306,24 @@ export function mutate(g: Genuine, m: Mutation): Wire {
       return g.foreign;
     case 'legacy-body-timestamp': {
       // The generator writes the top-level member as "timestamp":<ws><value>; decoys carry other values.
-      const text = body.toString('latin1').replace(new RegExp(`"timestamp":(\\s*)${g.timestamp}`), (_m, ws: string) => `"timestamp":${ws}${g.timestamp + m.by}`);
+      const text = body
+        .toString('latin1')
+        .replace(
+          new RegExp(`"timestamp":(\\s*)${g.timestamp}`),
+          (_m, ws: string) => `"timestamp":${ws}${g.timestamp + m.by}`,
+        );
       return { ...w, body: Buffer.from(text, 'latin1') };
     }
     case 'legacy-duplicate-timestamp': {
       const brace = body.indexOf('{');
-      return { ...w, body: Buffer.concat([body.subarray(0, brace + 1), Buffer.from(`"timestamp":${g.timestamp},`), body.subarray(brace + 1)]) };
+      return {
+        ...w,
+        body: Buffer.concat([
+          body.subarray(0, brace + 1),
+          Buffer.from(`"timestamp":${g.timestamp},`),
+          body.subarray(brace + 1),
+        ]),
+      };
     }
   }
 }

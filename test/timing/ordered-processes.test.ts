@@ -34,7 +34,13 @@ function seenAt(target: TargetServer): Seen[] {
   return target.requests.map((r: ReceivedRequest) => {
     const body = JSON.parse(r.body.toString('utf8')) as { data: { data: { request_id: string; step: number } } };
     const ok = r.answered !== undefined && r.answered < 300;
-    return { key: body.data.data.request_id, step: body.data.data.step, ok, at: r.at, answeredAt: r.answeredAt ?? Infinity };
+    return {
+      key: body.data.data.request_id,
+      step: body.data.data.step,
+      ok,
+      at: r.at,
+      answeredAt: r.answeredAt ?? Infinity,
+    };
   });
 }
 
@@ -47,8 +53,12 @@ function orderFindings(seen: Seen[], prefix: string): { wrongOrder: string[]; ea
     const mine = seen.filter((r) => r.key === key);
     // A 2xx that came after our timeout is delivered again at once (at least once): an immediate
     // repeat of the same step is not out of order.
-    const delivered = mine.filter((r) => r.ok).map((r) => r.step).filter((step, i, all) => step !== all[i - 1]);
-    if (delivered.join(',') !== Array.from({ length: STEPS }, (_, i) => i + 1).join(',')) wrongOrder.push(`${key}: ${delivered.join(',')}`);
+    const delivered = mine
+      .filter((r) => r.ok)
+      .map((r) => r.step)
+      .filter((step, i, all) => step !== all[i - 1]);
+    if (delivered.join(',') !== Array.from({ length: STEPS }, (_, i) => i + 1).join(','))
+      wrongOrder.push(`${key}: ${delivered.join(',')}`);
     for (let step = 2; step <= STEPS; step++) {
       const firstTry = Math.min(...mine.filter((r) => r.step === step).map((r) => r.at));
       const before = mine.find((r) => r.step === step - 1 && r.ok);
@@ -71,11 +81,30 @@ describe('ordered delivery across two receiver and two worker processes', () => 
     // Two targets with order.key, identical but for their concurrency, get every notification.
     [fast, slow] = await Promise.all([flakyTarget(11), flakyTarget(11)]);
     targets.push(fast, slow);
-    const common = { events: ['payment.result'], maxAttempts: 25, backoff: { initialMs: 20, maxMs: 200 }, order: { key: 'data.request_id' } };
+    const common = {
+      events: ['payment.result'],
+      maxAttempts: 25,
+      backoff: { initialMs: 20, maxMs: 200 },
+      order: { key: 'data.request_id' },
+    };
     dir = mkdtempSync(path.join(tmpdir(), 'ordered-'));
     const configFile = path.join(dir, 'config.yaml');
-    writeFileSync(configFile, stringify({ targets: [{ name: 'fast', url: fast.url, concurrency: 8, ...common }, { name: 'slow', url: slow.url, concurrency: 1, ...common }] }));
-    const env = { REDIS_URL: testRedisUrl(), QUEUE_PREFIX: uniquePrefix(), PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64, CONFIG_FILE: configFile, ADMIN_TOKEN: TOKEN };
+    writeFileSync(
+      configFile,
+      stringify({
+        targets: [
+          { name: 'fast', url: fast.url, concurrency: 8, ...common },
+          { name: 'slow', url: slow.url, concurrency: 1, ...common },
+        ],
+      }),
+    );
+    const env = {
+      REDIS_URL: testRedisUrl(),
+      QUEUE_PREFIX: uniquePrefix(),
+      PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64,
+      CONFIG_FILE: configFile,
+      ADMIN_TOKEN: TOKEN,
+    };
     const roles = ['receiver', 'receiver', 'worker', 'worker'];
     // Warnings and errors only: 600 'delivered' lines would cost the two cores more than the deliveries.
     started.push(...(await Promise.all(roles.map((ROLE) => ServiceProcess.startQuiet({ ...env, ROLE })))));
@@ -96,7 +125,10 @@ describe('ordered delivery across two receiver and two worker processes', () => 
     await Promise.all(
       Array.from({ length: KEYS }, async (_, k) => {
         for (let step = 1; step <= STEPS; step++) {
-          const body = JSON.stringify({ type: 'PAY', data: { request_id: `${prefix}-${k}`, step, status: `S${step}` } });
+          const body = JSON.stringify({
+            type: 'PAY',
+            data: { request_id: `${prefix}-${k}`, step, status: `S${step}` },
+          });
           const n = platform.signed('payment.result', { body });
           const receiver = receivers[sends++ % 2]!;
           const answer = await postRaw(`http://127.0.0.1:${receiver.port}`, n.target, n.headers, n.body);
@@ -117,7 +149,10 @@ describe('ordered delivery across two receiver and two worker processes', () => 
 
   async function targetAction(name: string, action: 'pause' | 'resume'): Promise<void> {
     const admin = started[0]!.adminPort;
-    const res = await fetch(`http://127.0.0.1:${admin}/admin/api/targets/${name}/${action}`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` } });
+    const res = await fetch(`http://127.0.0.1:${admin}/admin/api/targets/${name}/${action}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
     expect(res.status).toBe(200);
   }
 
@@ -145,9 +180,17 @@ describe('ordered delivery across two receiver and two worker processes', () => 
       return Math.max(...successesOf(t, 'DRAIN').map((r) => r.answeredAt ?? 0)) - startedAt;
     };
     const [fastMs, slowMs] = await Promise.all([drained(fast), drained(slow)]);
-    for (const target of [fast, slow]) expect(orderFindings(seenAt(target).filter((r) => r.key.startsWith('DRAIN-')), 'DRAIN')).toEqual({ wrongOrder: [], early: [] });
+    for (const target of [fast, slow])
+      expect(
+        orderFindings(
+          seenAt(target).filter((r) => r.key.startsWith('DRAIN-')),
+          'DRAIN',
+        ),
+      ).toEqual({ wrongOrder: [], early: [] });
     // The measurement this test exists for, in the run's output.
-    console.log(`ordered drain of ${total} notifications (${KEYS} keys, two workers): concurrency 8 ${fastMs} ms, concurrency 1 ${slowMs} ms (${(slowMs / fastMs).toFixed(1)}x)`);
+    console.log(
+      `ordered drain of ${total} notifications (${KEYS} keys, two workers): concurrency 8 ${fastMs} ms, concurrency 1 ${slowMs} ms (${(slowMs / fastMs).toFixed(1)}x)`,
+    );
     expect(slowMs / fastMs).toBeGreaterThanOrEqual(4);
   });
 });

@@ -30,7 +30,11 @@ function rssBytes(pid: number): number {
 function flood(port: number): { stop(): void; opened: () => number; answers: Map<string, number> } {
   const n = platform.signed('payment.result');
   const bodyLength = BODY_LIMIT - 1;
-  const head = rawRequest('POST', n.target, [['Host', 'x'], ...Object.entries(n.headers), ['Content-Length', String(bodyLength)]]);
+  const head = rawRequest('POST', n.target, [
+    ['Host', 'x'],
+    ...Object.entries(n.headers),
+    ['Content-Length', String(bodyLength)],
+  ]);
   const almostBody = Buffer.alloc(bodyLength - 1, 0x20);
   const sockets = new Set<Socket>();
   const answers = new Map<string, number>();
@@ -74,7 +78,15 @@ beforeAll(() => {
 afterAll(() => built?.remove());
 
 it('1,000 concurrent unverified bodies of BODY_LIMIT_BYTES − 1 from 20 addresses: RSS never above 250 MB, a genuine notification meanwhile answered within 1 s (200, or 503 with Retry-After), 200 after, and RSS under 150 MB within 60 s', async () => {
-  const service = await ServiceProcess.startQuiet({ REDIS_URL: testRedisUrl(), QUEUE_PREFIX: uniquePrefix(), PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64, ADMIN_TOKEN: 'memory-test-admin-token-0123' }, built.nodeArgs);
+  const service = await ServiceProcess.startQuiet(
+    {
+      REDIS_URL: testRedisUrl(),
+      QUEUE_PREFIX: uniquePrefix(),
+      PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64,
+      ADMIN_TOKEN: 'memory-test-admin-token-0123',
+    },
+    built.nodeArgs,
+  );
   const pid = service.child.pid!;
   const samples: { at: number; rss: number }[] = [];
   const sampler = setInterval(() => samples.push({ at: Date.now(), rss: rssBytes(pid) }), 100);
@@ -98,12 +110,28 @@ it('1,000 concurrent unverified bodies of BODY_LIMIT_BYTES − 1 from 20 address
 
     let settled: number | undefined;
     const memory = async () => {
-      const text = await (await fetch(`http://127.0.0.1:${service.adminPort}/metrics`, { headers: { authorization: 'Bearer memory-test-admin-token-0123' } })).text();
-      return text.split('\n').filter((l) => /^(nodejs_heap_size_total_bytes|nodejs_heap_size_used_bytes|nodejs_external_memory_bytes|process_resident_memory_bytes) /.test(l)).map((l) => { const [k, v] = l.split(' '); return `${k!.replace(/^(nodejs|process)_/, '')}=${(Number(v) / MB).toFixed(0)}MB`; }).join(' ');
+      const text = await (
+        await fetch(`http://127.0.0.1:${service.adminPort}/metrics`, {
+          headers: { authorization: 'Bearer memory-test-admin-token-0123' },
+        })
+      ).text();
+      return text
+        .split('\n')
+        .filter((l) =>
+          /^(nodejs_heap_size_total_bytes|nodejs_heap_size_used_bytes|nodejs_external_memory_bytes|process_resident_memory_bytes) /.test(
+            l,
+          ),
+        )
+        .map((l) => {
+          const [k, v] = l.split(' ');
+          return `${k!.replace(/^(nodejs|process)_/, '')}=${(Number(v) / MB).toFixed(0)}MB`;
+        })
+        .join(' ');
     };
     if (process.env.MEMORY_DETAIL) console.log(`at flood end: ${await memory()}`);
     while (Date.now() - floodEnded < 60_000) {
-      if (process.env.MEMORY_DETAIL && (Date.now() - floodEnded) % 10_000 < 500) console.log(`${Date.now() - floodEnded} ms after: ${await memory()}`);
+      if (process.env.MEMORY_DETAIL && (Date.now() - floodEnded) % 10_000 < 500)
+        console.log(`${Date.now() - floodEnded} ms after: ${await memory()}`);
       if (rssBytes(pid) < 150 * MB) {
         settled = Date.now() - floodEnded;
         break;
@@ -131,7 +159,12 @@ it('1,000 concurrent unverified bodies of BODY_LIMIT_BYTES − 1 from 20 address
     if (process.versions.node.startsWith('20.')) expect(settled).toBeDefined();
     // The budget did the bounding: refusals were answered 503, counted and logged.
     expect(attack.answers.get('503')).toBeGreaterThan(0);
-    expect(refusals[0]).toMatchObject({ level: 'warn', message: 'notification refused: the budget for unverified bodies is in use', status: 503, budgetBytes: 16_777_216 });
+    expect(refusals[0]).toMatchObject({
+      level: 'warn',
+      message: 'notification refused: the budget for unverified bodies is in use',
+      status: 503,
+      budgetBytes: 16_777_216,
+    });
   } finally {
     clearInterval(sampler);
     await service.kill('SIGKILL');

@@ -38,7 +38,12 @@ export const ACTIONS: Record<string, ActionSpec> = {
     title: 'Resend an event',
     async describe(p) {
       return {
-        text: html`<p>Deliver event <span class="mono">${p.event}</span> again to ${p.target ? html`target <strong>${p.target}</strong>` : 'every target subscribed to its type (a target whose filter leaves it out is skipped)'}, with the same <span class="mono">webhook-id</span>, as a new attempt series marked <strong>resend</strong> with your name.</p>`,
+        text: html`<p>
+          Deliver event <span class="mono">${p.event}</span> again to
+          ${p.target ? html`target <strong>${p.target}</strong>` : 'every target subscribed to its type (a target whose filter leaves it out is skipped)'},
+          with the same <span class="mono">webhook-id</span>, as a new attempt series marked
+          <strong>resend</strong> with your name.
+        </p>`,
       };
     },
     async run(actor, p, { recovery }) {
@@ -50,7 +55,12 @@ export const ACTIONS: Record<string, ActionSpec> = {
     params: { id: true },
     title: 'Replay a dead letter',
     async describe(p) {
-      return { text: html`<p>Deliver dead letter <span class="mono">${p.id}</span> again with a fresh set of attempts (same <span class="mono">webhook-id</span>), as a series marked <strong>replay</strong> with your name.</p>` };
+      return {
+        text: html`<p>
+          Deliver dead letter <span class="mono">${p.id}</span> again with a fresh set of attempts (same
+          <span class="mono">webhook-id</span>), as a series marked <strong>replay</strong> with your name.
+        </p>`,
+      };
     },
     async run(actor, p, { recovery }) {
       const { replayed } = await recovery.replayDeadLetters(actor, { ids: [p.id!] });
@@ -62,13 +72,24 @@ export const ACTIONS: Record<string, ActionSpec> = {
     params: { target: false, eventType: false },
     title: 'Replay dead letters',
     async describe(p, { deadLetters }) {
-      const count = (await deadLetters.list({ target: p.target || undefined, eventType: p.eventType || undefined, limit: MAX_LIST })).filter((d) => !d.unreadable).length;
+      const count = (
+        await deadLetters.list({ target: p.target || undefined, eventType: p.eventType || undefined, limit: MAX_LIST })
+      ).filter((d) => !d.unreadable).length;
       const which = html`${p.target ? html` of target <strong>${p.target}</strong>` : ' of every target'}${p.eventType ? html`, type <strong>${p.eventType}</strong>` : ''}`;
       if (count === 0) return { text: html`<p>There is no dead letter${which} to replay.</p>`, none: true };
-      return { text: html`<p>Replay <strong data-count>${count}</strong> dead ${count === 1 ? 'letter' : 'letters'}${which}: each is delivered again with a fresh set of attempts, as a series marked <strong>replay</strong> with your name.</p>` };
+      return {
+        text: html`<p>
+          Replay <strong data-count>${count}</strong> dead ${count === 1 ? 'letter' : 'letters'}${which}: each is
+          delivered again with a fresh set of attempts, as a series marked <strong>replay</strong> with your name.
+        </p>`,
+      };
     },
     async run(actor, p, { recovery }) {
-      const { replayed } = await recovery.replayDeadLetters(actor, { all: true, target: p.target || undefined, eventType: p.eventType || undefined });
+      const { replayed } = await recovery.replayDeadLetters(actor, {
+        all: true,
+        target: p.target || undefined,
+        eventType: p.eventType || undefined,
+      });
       return targetsUrl + query({ done: 'replay-all', n: replayed.length });
     },
   },
@@ -76,7 +97,12 @@ export const ACTIONS: Record<string, ActionSpec> = {
     params: { target: true, event: true },
     title: 'Discard a dead letter',
     async describe(p) {
-      return { text: html`<p>Remove dead letter <span class="mono">${p.target}/${p.event}</span> for good: it will not be delivered to <strong>${p.target}</strong> (a resend could still send it again). An ordering key it holds back goes on.</p>` };
+      return {
+        text: html`<p>
+          Remove dead letter <span class="mono">${p.target}/${p.event}</span> for good: it will not be delivered to
+          <strong>${p.target}</strong> (a resend could still send it again). An ordering key it holds back goes on.
+        </p>`,
+      };
     },
     async run(actor, p, { recovery }) {
       await recovery.discardDeadLetter(actor, p.target!, p.event!);
@@ -87,7 +113,13 @@ export const ACTIONS: Record<string, ActionSpec> = {
     params: { target: true, key: true },
     title: 'Release a blocked ordering key',
     async describe(p) {
-      return { text: html`<p>Let the later deliveries of ordering key <span class="mono">${p.key}</span> of target <strong>${p.target}</strong> go on, in order. The dead letter that held them stays (a replay then delivers it outside the order).</p>` };
+      return {
+        text: html`<p>
+          Let the later deliveries of ordering key <span class="mono">${p.key}</span> of target
+          <strong>${p.target}</strong> go on, in order. The dead letter that held them stays (a replay then delivers it
+          outside the order).
+        </p>`,
+      };
     },
     async run(actor, p, { recovery }) {
       await recovery.releaseBlockedKey(actor, p.target!, p.key!);
@@ -98,7 +130,12 @@ export const ACTIONS: Record<string, ActionSpec> = {
     params: { target: true },
     title: 'Pause a target',
     async describe(p) {
-      return { text: html`<p>Pause target <strong>${p.target}</strong>: no delivery to it starts until it is resumed; they wait in its queue.</p>` };
+      return {
+        text: html`<p>
+          Pause target <strong>${p.target}</strong>: no delivery to it starts until it is resumed; they wait in its
+          queue.
+        </p>`,
+      };
     },
     async run(actor, p, { recovery }) {
       await recovery.setTargetPaused(actor, p.target!, true);
@@ -125,7 +162,9 @@ export function doneMessage(done: unknown, n: unknown): string | undefined {
     case 'resend':
       return 'Sent again: each target’s new attempt series is marked resend with your name below.';
     case 'replay':
-      return count === 0 ? 'Nothing replayed: the dead letter was no longer there.' : 'Replayed: a new attempt series, marked replay with your name.';
+      return count === 0
+        ? 'Nothing replayed: the dead letter was no longer there.'
+        : 'Replayed: a new attempt series, marked replay with your name.';
     case 'replay-all':
       return `Replayed ${count ?? 0} dead ${count === 1 ? 'letter' : 'letters'}.`;
     case 'discard':
@@ -153,14 +192,25 @@ export function actionParams(spec: ActionSpec, source: Record<string, unknown>):
 }
 
 /** The confirmation page: what will happen, and a form that does it (with the CSRF token), or a way back. */
-export function confirmPage(action: string, spec: ActionSpec, p: Params, described: { text: Html; none?: boolean }, csrf: string, back: string): Html {
+export function confirmPage(
+  action: string,
+  spec: ActionSpec,
+  p: Params,
+  described: { text: Html; none?: boolean },
+  csrf: string,
+  back: string,
+): Html {
   return html`<h1>${spec.title}?</h1>
-${described.text}
-${described.none ? '' : html`<form method="post" action="${CONSOLE_PATH}/actions/${action}" class="actions">
-<input type="hidden" name="csrf" value="${csrf}">
-${Object.entries(p).map(([k, v]) => html`<input type="hidden" name="${k}" value="${v}">`)}
-<button type="submit">Confirm: ${spec.title.toLowerCase()}</button>
-<a class="button secondary" href="${back}">Cancel</a>
-</form>`}
-${described.none ? html`<p><a href="${back}">Back</a></p>` : ''}`;
+    ${described.text}
+    ${
+      described.none
+        ? ''
+        : html`<form method="post" action="${CONSOLE_PATH}/actions/${action}" class="actions">
+            <input type="hidden" name="csrf" value="${csrf}" />
+            ${Object.entries(p).map(([k, v]) => html`<input type="hidden" name="${k}" value="${v}" />`)}
+            <button type="submit">Confirm: ${spec.title.toLowerCase()}</button>
+            <a class="button secondary" href="${back}">Cancel</a>
+          </form>`
+    }
+    ${described.none ? html`<p><a href="${back}">Back</a></p>` : ''}`;
 }

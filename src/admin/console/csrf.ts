@@ -9,7 +9,8 @@ const LIFETIME_MS = 12 * 3_600_000;
  * Origin check in front, a page on another site can neither send the form nor read a token to send.
  */
 export function createCsrf(key: Buffer = randomBytes(32), now: () => number = Date.now) {
-  const sign = (principal: string, issued: string) => createHmac('sha256', key).update(`${principal}\n${issued}`).digest('base64url');
+  const sign = (principal: string, issued: string) =>
+    createHmac('sha256', key).update(`${principal}\n${issued}`).digest('base64url');
   return {
     issue(principal: string): string {
       const issued = now().toString(36);

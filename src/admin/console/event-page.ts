@@ -3,7 +3,11 @@ import type { DeliveryDetail, EventDetail, OrderingView } from '../../operations
 import type { AttemptView, SeriesView } from '../../operations/event-lookup';
 import { badge, CONSOLE_PATH, html, query, time, type Html } from './html';
 
-const TRIGGER_LABEL: Record<SeriesView['trigger'], string> = { received: 'received', replay: 'replay', resend: 'resend' };
+const TRIGGER_LABEL: Record<SeriesView['trigger'], string> = {
+  received: 'received',
+  replay: 'replay',
+  resend: 'resend',
+};
 
 function excerptOf(a: AttemptView): string {
   if (a.outcome === 'delivered') return '';
@@ -19,13 +23,31 @@ function statusOf(a: AttemptView): string {
 }
 
 function attemptRows(series: SeriesView): Html {
-  const head = html`<tr class="series"><th scope="rowgroup" colspan="6">Series ${series.n}: <span class="badge s-${series.trigger}" data-trigger="${series.trigger}">${TRIGGER_LABEL[series.trigger]}</span> by <span class="mono" data-by>${series.by}</span> at ${time(series.at)}</th></tr>`;
+  const head = html`<tr class="series">
+    <th scope="rowgroup" colspan="6">
+      Series ${series.n}:
+      <span class="badge s-${series.trigger}" data-trigger="${series.trigger}">${TRIGGER_LABEL[series.trigger]}</span>
+      by <span class="mono" data-by>${series.by}</span> at ${time(series.at)}
+    </th>
+  </tr>`;
   const rows = series.attempts.length
     ? series.attempts.map(
-        (a) => html`<tr><td>${a.attempt}</td><td>${time(a.at)}</td><td>${badge(a.outcome === 'failed' ? 'failed' : a.outcome, a.outcome)}</td><td>${statusOf(a)}</td><td>${a.latencyMs !== undefined ? `${a.latencyMs} ms` : ''}</td><td class="mono">${excerptOf(a)}</td></tr>`,
+        (a) =>
+          html`<tr>
+            <td>${a.attempt}</td>
+            <td>${time(a.at)}</td>
+            <td>${badge(a.outcome === 'failed' ? 'failed' : a.outcome, a.outcome)}</td>
+            <td>${statusOf(a)}</td>
+            <td>${a.latencyMs !== undefined ? `${a.latencyMs} ms` : ''}</td>
+            <td class="mono">${excerptOf(a)}</td>
+          </tr>`,
       )
-    : html`<tr><td colspan="6" class="muted">no attempt finished yet</td></tr>`;
-  return html`<tbody>${head}${rows}</tbody>`;
+    : html`<tr>
+        <td colspan="6" class="muted">no attempt finished yet</td>
+      </tr>`;
+  return html`<tbody>
+    ${head}${rows}
+  </tbody>`;
 }
 
 function orderingText(o: OrderingView): Html {
@@ -36,7 +58,9 @@ function orderingText(o: OrderingView): Html {
         ? o.blocked
           ? 'heads its key’s sequence as a dead letter: later deliveries of the key wait for it'
           : 'heads its key’s sequence: it goes now'
-        : html`number ${o.position + 1} in line; waits for <a class="mono" href="${CONSOLE_PATH}/events/${encodeURIComponent(o.waitsFor ?? '')}">${o.waitsFor}</a>${o.blocked ? ', a dead letter that blocks the key' : ''}`;
+        : html`number ${o.position + 1} in line; waits for
+            <a class="mono" href="${CONSOLE_PATH}/events/${encodeURIComponent(o.waitsFor ?? '')}">${o.waitsFor}</a
+            >${o.blocked ? ', a dead letter that blocks the key' : ''}`;
   return html`<p>Ordering key <span class="mono">${o.key}</span>: ${where}.</p>`;
 }
 
@@ -45,7 +69,9 @@ function copiesText(e: EventDetail): Html {
   const c = e.copies;
   if (!c) return html`<span class="muted">not counted for a quarantined notification</span>`;
   const n = (count: number, one: string, many: string) => `${count} ${count === 1 ? one : many}`;
-  const counts = html`<span data-copies="${c.duplicates} ${c.replays}">${n(c.duplicates, 'duplicate', 'duplicates')}, ${n(c.replays, 'replay', 'replays')} refused</span>`;
+  const counts = html`<span data-copies="${c.duplicates} ${c.replays}"
+    >${n(c.duplicates, 'duplicate', 'duplicates')}, ${n(c.replays, 'replay', 'replays')} refused</span
+  >`;
   return c.lastAt ? html`${counts}; the last at ${time(c.lastAt)}` : counts;
 }
 
@@ -53,11 +79,13 @@ function deliveryActions(eventId: string, d: DeliveryDetail): Html {
   const link = (action: string, label: string, params: Record<string, string>, cls = 'secondary') =>
     html`<a class="button ${cls}" href="${CONSOLE_PATH}/confirm/${action}${query(params)}">${label}</a>`;
   const parts: Html[] = [];
-  if (d.consoleState !== 'filtered' && d.consoleState !== 'unreadable') parts.push(link('resend', `Resend to ${d.target}…`, { event: eventId, target: d.target }));
+  if (d.consoleState !== 'filtered' && d.consoleState !== 'unreadable')
+    parts.push(link('resend', `Resend to ${d.target}…`, { event: eventId, target: d.target }));
   if (d.consoleState === 'dead_letter') {
     parts.push(link('replay', 'Replay dead letter…', { id: `${d.target}/${eventId}` }));
     parts.push(link('discard', 'Discard dead letter…', { target: d.target, event: eventId }, 'danger'));
-    if (d.ordering?.blocked && d.ordering.position === 0) parts.push(link('release', 'Release its ordering key…', { target: d.target, key: d.ordering.key }));
+    if (d.ordering?.blocked && d.ordering.position === 0)
+      parts.push(link('release', 'Release its ordering key…', { target: d.target, key: d.ordering.key }));
   }
   return parts.length ? html`<div class="actions">${parts}</div>` : html``;
 }
@@ -66,45 +94,86 @@ function deliverySection(eventId: string, d: DeliveryDetail, canAct: boolean): H
   const label = d.consoleState === 'unreadable' ? 'unreadable' : DELIVERY_STATE_LABELS[d.consoleState];
   const body =
     d.consoleState === 'filtered'
-      ? html`<p class="muted">The target’s filter left this event out: nothing was sent, and a resend does not override it.</p>`
+      ? html`<p class="muted">
+          The target’s filter left this event out: nothing was sent, and a resend does not override it.
+        </p>`
       : d.consoleState === 'unreadable'
-        ? html`<p>Its delivery job cannot be read, so nothing of it is shown: <span class="mono">${d.unreadable}</span></p>`
-        : html`<div class="table-wrap"><table aria-label="Attempts to ${d.target}">
-<thead><tr><th scope="col">Attempt</th><th scope="col">At (UTC)</th><th scope="col">Outcome</th><th scope="col">Status</th><th scope="col">Latency</th><th scope="col">Answer (excerpt) or error</th></tr></thead>
-${d.series.map(attemptRows)}
-</table></div>`;
+        ? html`<p>
+            Its delivery job cannot be read, so nothing of it is shown: <span class="mono">${d.unreadable}</span>
+          </p>`
+        : html`<div class="table-wrap">
+            <table aria-label="Attempts to ${d.target}">
+              <thead>
+                <tr>
+                  <th scope="col">Attempt</th>
+                  <th scope="col">At (UTC)</th>
+                  <th scope="col">Outcome</th>
+                  <th scope="col">Status</th>
+                  <th scope="col">Latency</th>
+                  <th scope="col">Answer (excerpt) or error</th>
+                </tr>
+              </thead>
+              ${d.series.map(attemptRows)}
+            </table>
+          </div>`;
   return html`<section class="delivery" data-target="${d.target}" aria-labelledby="t-${d.target}">
-<h3 id="t-${d.target}">${d.target} ${badge(d.consoleState, label)}</h3>
-${d.deliveredAt ? html`<p>Delivered at ${time(d.deliveredAt)}.</p>` : ''}
-${d.consoleState === 'dead_letter' && d.failedReason ? html`<p>Last failure: <span class="mono">${d.failedReason}</span></p>` : ''}
-${d.ordering ? orderingText(d.ordering) : ''}
-${body}
-${canAct ? deliveryActions(eventId, d) : ''}
-</section>`;
+    <h3 id="t-${d.target}">${d.target} ${badge(d.consoleState, label)}</h3>
+    ${d.deliveredAt ? html`<p>Delivered at ${time(d.deliveredAt)}.</p>` : ''}
+    ${d.consoleState === 'dead_letter' && d.failedReason ? html`<p>Last failure: <span class="mono">${d.failedReason}</span></p>` : ''}
+    ${d.ordering ? orderingText(d.ordering) : ''} ${body} ${canAct ? deliveryActions(eventId, d) : ''}
+  </section>`;
 }
 
 /** One event's story: its receipt, the payload (masked) and, for every target, its state and every attempt of every series. */
 export function eventPage(e: EventDetail, canAct: boolean, done: string | undefined): Html {
-  const payload = e.payload === undefined ? html`<p class="muted">No payload to show (the body is not JSON, or no job holds it).</p>` : html`<pre aria-label="Payload, sensitive fields masked">${JSON.stringify(e.payload, null, 2)}</pre>`;
+  const payload =
+    e.payload === undefined
+      ? html`<p class="muted">No payload to show (the body is not JSON, or no job holds it).</p>`
+      : html`<pre aria-label="Payload, sensitive fields masked">${JSON.stringify(e.payload, null, 2)}</pre>`;
   return html`<h1>Event <span class="mono">${e.eventId}</span></h1>
-${done ? html`<p class="notice" role="status">${done}</p>` : ''}
-<dl class="facts">
-<dt>Type</dt><dd>${e.eventType}</dd>
-<dt>Received (UTC)</dt><dd>${time(e.receivedAt)}</dd>
-<dt>Environment</dt><dd>${e.environment ?? '—'}</dd>
-<dt>Nonce</dt><dd class="mono">${e.nonce ?? '— (legacy scheme: the replay key is a hash of the signature)'}</dd>
-<dt>Copies after the first</dt><dd>${copiesText(e)}</dd>
-<dt>webhook-id</dt><dd class="mono">${e.eventId}</dd>
-${e.merchantId ? html`<dt>X-Merch-Id</dt><dd>${e.merchantId}</dd>` : ''}
-${e.traceId ? html`<dt>Trace id</dt><dd class="mono">${e.traceId}</dd>` : ''}
-<dt>Path</dt><dd class="mono">${e.path}</dd>
-<dt>Where</dt><dd>${e.state}${e.quarantineReason ? ` (quarantined: ${e.quarantineReason})` : ''}${e.corrected ? ', replayed with a corrected body' : ''}</dd>
-${e.errors?.length ? html`<dt>Errors</dt><dd>${e.errors.join('; ')}</dd>` : ''}
-</dl>
-${canAct && e.deliveries.some((d) => d.consoleState !== 'filtered') ? html`<div class="actions"><a class="button" href="${CONSOLE_PATH}/confirm/resend${query({ event: e.eventId })}">Resend to every target…</a></div>` : ''}
-<h2>Deliveries</h2>
-${e.deliveries.length ? e.deliveries.map((d) => deliverySection(e.eventId, d, canAct)) : html`<p>No target took this event.</p>`}
-<h2>Payload</h2>
-<p class="muted">Sensitive fields are masked.</p>
-${payload}`;
+    ${done ? html`<p class="notice" role="status">${done}</p>` : ''}
+    <dl class="facts">
+      <dt>Type</dt>
+      <dd>${e.eventType}</dd>
+      <dt>Received (UTC)</dt>
+      <dd>${time(e.receivedAt)}</dd>
+      <dt>Environment</dt>
+      <dd>${e.environment ?? '—'}</dd>
+      <dt>Nonce</dt>
+      <dd class="mono">${e.nonce ?? '— (legacy scheme: the replay key is a hash of the signature)'}</dd>
+      <dt>Copies after the first</dt>
+      <dd>${copiesText(e)}</dd>
+      <dt>webhook-id</dt>
+      <dd class="mono">${e.eventId}</dd>
+      ${
+        e.merchantId
+          ? html`<dt>X-Merch-Id</dt>
+              <dd>${e.merchantId}</dd>`
+          : ''
+      }
+      ${
+        e.traceId
+          ? html`<dt>Trace id</dt>
+              <dd class="mono">${e.traceId}</dd>`
+          : ''
+      }
+      <dt>Path</dt>
+      <dd class="mono">${e.path}</dd>
+      <dt>Where</dt>
+      <dd>
+        ${e.state}${e.quarantineReason ? ` (quarantined: ${e.quarantineReason})` : ''}${e.corrected ? ', replayed with a corrected body' : ''}
+      </dd>
+      ${
+        e.errors?.length
+          ? html`<dt>Errors</dt>
+              <dd>${e.errors.join('; ')}</dd>`
+          : ''
+      }
+    </dl>
+    ${canAct && e.deliveries.some((d) => d.consoleState !== 'filtered') ? html`<div class="actions"><a class="button" href="${CONSOLE_PATH}/confirm/resend${query({ event: e.eventId })}">Resend to every target…</a></div>` : ''}
+    <h2>Deliveries</h2>
+    ${e.deliveries.length ? e.deliveries.map((d) => deliverySection(e.eventId, d, canAct)) : html`<p>No target took this event.</p>`}
+    <h2>Payload</h2>
+    <p class="muted">Sensitive fields are masked.</p>
+    ${payload}`;
 }

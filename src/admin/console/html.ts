@@ -58,35 +58,38 @@ export interface PageContext {
 }
 
 /** The whole page: header with navigation (and who is signed in), the main content, the small script. */
-export function layout(ctx: PageContext, title: string, current: 'events' | 'targets' | '', main: Html, opts: { refresh?: boolean } = {}): string {
-  const nav = (href: string, label: string, key: string) => html`<a href="${href}"${key === current ? html` aria-current="page"` : ''}>${label}</a>`;
+export function layout(
+  ctx: PageContext,
+  title: string,
+  current: 'events' | 'targets' | '',
+  main: Html,
+  opts: { refresh?: boolean } = {},
+): string {
+  const nav = (href: string, label: string, key: string) =>
+    html`<a href="${href}" ${key === current ? html` aria-current="page"` : ''}>${label}</a>`;
   return html`<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="robots" content="noindex">
-<title>${title} · webhook receiver console</title>
-<link rel="stylesheet" href="${CONSOLE_PATH}/assets/console.css">
-<script src="${CONSOLE_PATH}/assets/console.js" defer></script>
-</head>
-<body>
-<a class="skip" href="#main">Skip to content</a>
-<header>
-<nav aria-label="Console">
-<span class="brand">Webhook receiver</span>
-${nav(`${CONSOLE_PATH}/events`, 'Events', 'events')}
-${nav(`${CONSOLE_PATH}/targets`, 'Targets', 'targets')}
-<a href="/admin/queues">Queues (Bull Board)</a>
-</nav>
-<p class="who">${ctx.principal} <span class="role">${ctx.role}</span></p>
-</header>
-<main id="main"${opts.refresh ? html` data-refresh="5"` : ''}>
-${main}
-</main>
-</body>
-</html>
-`.text;
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <meta name="robots" content="noindex" />
+        <title>${title} · webhook receiver console</title>
+        <link rel="stylesheet" href="${CONSOLE_PATH}/assets/console.css" />
+        <script src="${CONSOLE_PATH}/assets/console.js" defer></script>
+      </head>
+      <body>
+        <a class="skip" href="#main">Skip to content</a>
+        <header>
+          <nav aria-label="Console">
+            <span class="brand">Webhook receiver</span>
+            ${nav(`${CONSOLE_PATH}/events`, 'Events', 'events')} ${nav(`${CONSOLE_PATH}/targets`, 'Targets', 'targets')}
+            <a href="/admin/queues">Queues (Bull Board)</a>
+          </nav>
+          <p class="who">${ctx.principal} <span class="role">${ctx.role}</span></p>
+        </header>
+        <main id="main" ${opts.refresh ? html` data-refresh="5"` : ''}>${main}</main>
+      </body>
+    </html> `.text;
 }
 
 /** A state as a labelled badge, coloured by class (text carries the meaning, colour only repeats it). */

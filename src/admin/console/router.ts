@@ -68,26 +68,64 @@ export function consoleRouter(deps: ConsoleDeps): Router {
   const router = Router();
   const csrf = deps.csrf ?? createCsrf();
   const search = createEventSearch(deps.pipeline);
-  const context = (req: Request): PageContext => ({ principal: principalOf(req), role: roleOf(req), csrf: csrf.issue(principalOf(req)) });
-  const send = (req: Request, res: Response, title: string, current: 'events' | 'targets' | '', main: Html, opts: { refresh?: boolean; status?: number } = {}) => {
-    res.status(opts.status ?? 200).type('html').setHeader('cache-control', 'no-store');
+  const context = (req: Request): PageContext => ({
+    principal: principalOf(req),
+    role: roleOf(req),
+    csrf: csrf.issue(principalOf(req)),
+  });
+  const send = (
+    req: Request,
+    res: Response,
+    title: string,
+    current: 'events' | 'targets' | '',
+    main: Html,
+    opts: { refresh?: boolean; status?: number } = {},
+  ) => {
+    res
+      .status(opts.status ?? 200)
+      .type('html')
+      .setHeader('cache-control', 'no-store');
     res.send(layout(context(req), title, current, main, opts));
   };
   const refuse = (req: Request, res: Response, status: number, title: string, message: string) =>
-    send(req, res, title, '', html`<h1>${title}</h1><p class="error" role="alert">${message}</p><p><a href="${CONSOLE_PATH}/events">Back to the events</a></p>`, { status });
+    send(
+      req,
+      res,
+      title,
+      '',
+      html`<h1>${title}</h1>
+        <p class="error" role="alert">${message}</p>
+        <p><a href="${CONSOLE_PATH}/events">Back to the events</a></p>`,
+      { status },
+    );
 
   router.use(csp);
-  router.get('/assets/console.css', (_req, res) => void res.type('text/css').setHeader('cache-control', 'max-age=300').send(CONSOLE_CSS));
-  router.get('/assets/console.js', (_req, res) => void res.type('text/javascript').setHeader('cache-control', 'max-age=300').send(CONSOLE_JS));
+  router.get(
+    '/assets/console.css',
+    (_req, res) => void res.type('text/css').setHeader('cache-control', 'max-age=300').send(CONSOLE_CSS),
+  );
+  router.get(
+    '/assets/console.js',
+    (_req, res) => void res.type('text/javascript').setHeader('cache-control', 'max-age=300').send(CONSOLE_JS),
+  );
   router.get('/', (_req, res) => res.redirect(303, `${CONSOLE_PATH}/events`));
 
   router.get('/events', async (req, res) => {
-    const form: SearchForm = { q: text(req.query.q), type: text(req.query.type), environment: text(req.query.environment), target: text(req.query.target), state: text(req.query.state), from: text(req.query.from), to: text(req.query.to) };
+    const form: SearchForm = {
+      q: text(req.query.q),
+      type: text(req.query.type),
+      environment: text(req.query.environment),
+      target: text(req.query.target),
+      state: text(req.query.state),
+      from: text(req.query.from),
+      to: text(req.query.to),
+    };
     const problems: string[] = [];
     const at = (name: 'from' | 'to') => {
       if (!form[name]) return undefined;
       const ms = parseOperatorTime(form[name]);
-      if (Number.isNaN(ms)) problems.push(`${name}: not a time (ISO 8601, e.g. 2026-11-23T16:00:00Z, or epoch milliseconds)`);
+      if (Number.isNaN(ms))
+        problems.push(`${name}: not a time (ISO 8601, e.g. 2026-11-23T16:00:00Z, or epoch milliseconds)`);
       return ms;
     };
     const targets = deps.pipeline.targets().map((t) => t.name);
@@ -104,37 +142,85 @@ export function consoleRouter(deps: ConsoleDeps): Router {
       cursor: text(req.query.cursor) || undefined,
     };
     const page = problems.length ? undefined : await search.search(q);
-    const main = searchPage(form, page, problems.length ? problems.join('; ') : undefined, { environments: deps.environments, targets, canAct: roleOf(req) === 'operator', q });
-    send(req, res, form.q ? `Events for ${form.q}` : 'Events', 'events', main, { status: problems.length ? 400 : 200, refresh: !form.q && !q.cursor });
+    const main = searchPage(form, page, problems.length ? problems.join('; ') : undefined, {
+      environments: deps.environments,
+      targets,
+      canAct: roleOf(req) === 'operator',
+      q,
+    });
+    send(req, res, form.q ? `Events for ${form.q}` : 'Events', 'events', main, {
+      status: problems.length ? 400 : 200,
+      refresh: !form.q && !q.cursor,
+    });
   });
 
   router.get('/events/:eventId', async (req, res) => {
     const detail = await eventDetail(deps.pipeline, req.params.eventId, deps.mask);
-    if (!detail) return refuse(req, res, 404, 'No such event', `No event ${req.params.eventId} (unknown, or past the retention window).`);
-    send(req, res, `Event ${detail.eventId}`, 'events', eventPage(detail, roleOf(req) === 'operator', doneMessage(req.query.done, req.query.n)), { refresh: true });
+    if (!detail)
+      return refuse(
+        req,
+        res,
+        404,
+        'No such event',
+        `No event ${req.params.eventId} (unknown, or past the retention window).`,
+      );
+    send(
+      req,
+      res,
+      `Event ${detail.eventId}`,
+      'events',
+      eventPage(detail, roleOf(req) === 'operator', doneMessage(req.query.done, req.query.n)),
+      { refresh: true },
+    );
   });
 
   router.get('/targets', async (req, res) => {
     const targets = await targetOverviews(deps.pipeline, deps.blockedKeys);
-    send(req, res, 'Targets', 'targets', targetsPage(targets, roleOf(req) === 'operator', doneMessage(req.query.done, req.query.n)), { refresh: true });
+    send(
+      req,
+      res,
+      'Targets',
+      'targets',
+      targetsPage(targets, roleOf(req) === 'operator', doneMessage(req.query.done, req.query.n)),
+      { refresh: true },
+    );
   });
 
   router.get('/confirm/:action', async (req, res) => {
     const spec = ACTIONS[req.params.action];
-    if (!spec || !Object.hasOwn(ACTIONS, req.params.action)) return refuse(req, res, 404, 'No such action', `The console has no action ${req.params.action}.`);
-    if (roleOf(req) !== 'operator') return refuse(req, res, 403, 'Read-only', `${principalOf(req)} is a viewer: actions need an operator.`);
+    if (!spec || !Object.hasOwn(ACTIONS, req.params.action))
+      return refuse(req, res, 404, 'No such action', `The console has no action ${req.params.action}.`);
+    if (roleOf(req) !== 'operator')
+      return refuse(req, res, 403, 'Read-only', `${principalOf(req)} is a viewer: actions need an operator.`);
     const p = actionParams(spec, req.query);
     const back = p.event ? `${CONSOLE_PATH}/events/${encodeURIComponent(p.event)}` : `${CONSOLE_PATH}/targets`;
-    send(req, res, spec.title, '', confirmPage(req.params.action, spec, p, await spec.describe(p, deps), csrf.issue(principalOf(req)), back));
+    send(
+      req,
+      res,
+      spec.title,
+      '',
+      confirmPage(req.params.action, spec, p, await spec.describe(p, deps), csrf.issue(principalOf(req)), back),
+    );
   });
 
   router.post('/actions/:action', express.urlencoded({ extended: false, limit: '16kb' }), async (req, res) => {
     const spec = Object.hasOwn(ACTIONS, req.params.action) ? ACTIONS[req.params.action] : undefined;
     const body = (req.body ?? {}) as Record<string, unknown>;
-    if (roleOf(req) !== 'operator') return refuse(req, res, 403, 'Read-only', `${principalOf(req)} is a viewer: actions need an operator.`);
+    if (roleOf(req) !== 'operator')
+      return refuse(req, res, 403, 'Read-only', `${principalOf(req)} is a viewer: actions need an operator.`);
     if (!csrf.check(principalOf(req), body.csrf)) {
-      deps.logger.warn('console action refused: missing or bad CSRF token', { principal: principalOf(req), from: req.socket.remoteAddress, action: req.params.action });
-      return refuse(req, res, 403, 'Not confirmed', 'The form’s token is missing, expired or not yours: open the confirmation page again.');
+      deps.logger.warn('console action refused: missing or bad CSRF token', {
+        principal: principalOf(req),
+        from: req.socket.remoteAddress,
+        action: req.params.action,
+      });
+      return refuse(
+        req,
+        res,
+        403,
+        'Not confirmed',
+        'The form’s token is missing, expired or not yours: open the confirmation page again.',
+      );
     }
     if (!spec) return refuse(req, res, 404, 'No such action', `The console has no action ${req.params.action}.`);
     const back = await spec.run(actorOf(req), actionParams(spec, body), deps);
@@ -143,10 +229,17 @@ export function consoleRouter(deps: ConsoleDeps): Router {
 
   // An error in a console page is a page too: its status and its message (a ServiceError's), or 500.
   router.use((err: Error & { status?: number }, req: Request, res: Response, _next: NextFunction) => {
-    if (err instanceof ServiceError) return refuse(req, res, err.status, err.status >= 500 ? 'Failed' : 'Refused', err.message);
+    if (err instanceof ServiceError)
+      return refuse(req, res, err.status, err.status >= 500 ? 'Failed' : 'Refused', err.message);
     const status = err.status && err.status < 500 ? err.status : 500;
     if (status === 500) deps.logger.error('console request failed', { error: err.message, stack: err.stack });
-    refuse(req, res, status, status === 500 ? 'Failed' : 'Refused', status === 500 ? 'internal error (logged)' : err.message);
+    refuse(
+      req,
+      res,
+      status,
+      status === 500 ? 'Failed' : 'Refused',
+      status === 500 ? 'internal error (logged)' : err.message,
+    );
   });
   return router;
 }

@@ -14,24 +14,48 @@ export interface SearchForm {
 }
 
 function select(name: string, label: string, value: string, options: readonly (readonly [string, string])[]): Html {
-  return html`<label>${label}<select name="${name}"><option value="">any</option>${options.map(
-    ([v, text]) => html`<option value="${v}"${v === value ? html` selected` : ''}>${text}</option>`,
-  )}</select></label>`;
+  return html`<label
+    >${label}<select name="${name}">
+      <option value="">any</option>
+      ${options.map(([v, text]) => html`<option value="${v}" ${v === value ? html` selected` : ''}>${text}</option>`)}
+    </select></label
+  >`;
 }
 
 /** The search form, filled with what was asked. */
 function searchForm(form: SearchForm, environments: readonly string[], targets: readonly string[]): Html {
   const pairs = (list: readonly string[]) => list.map((v) => [v, v] as const);
   return html`<form class="search" method="get" action="${CONSOLE_PATH}/events" role="search">
-<label class="q">request_id, event id or webhook-id<input type="search" name="q" value="${form.q}" placeholder="PAY20261121000001 or evt_…" autocomplete="off"></label>
-${select('type', 'Event type', form.type, pairs(EVENT_TYPES))}
-${select('environment', 'Environment', form.environment, pairs(environments))}
-${select('target', 'Target', form.target, pairs(targets))}
-${select('state', 'Delivery state', form.state, DELIVERY_STATES.map((s) => [s, DELIVERY_STATE_LABELS[s]] as const))}
-<label>Received from (UTC)<input type="text" name="from" value="${form.from}" placeholder="2026-11-23T16:00:00Z" inputmode="numeric"></label>
-<label>to (UTC)<input type="text" name="to" value="${form.to}" placeholder="2026-11-23T17:00:00Z" inputmode="numeric"></label>
-<button type="submit">Search</button>
-</form>`;
+    <label class="q"
+      >request_id, event id or webhook-id<input
+        type="search"
+        name="q"
+        value="${form.q}"
+        placeholder="PAY20261121000001 or evt_…"
+        autocomplete="off"
+    /></label>
+    ${select('type', 'Event type', form.type, pairs(EVENT_TYPES))}
+    ${select('environment', 'Environment', form.environment, pairs(environments))}
+    ${select('target', 'Target', form.target, pairs(targets))}
+    ${select(
+      'state',
+      'Delivery state',
+      form.state,
+      DELIVERY_STATES.map((s) => [s, DELIVERY_STATE_LABELS[s]] as const),
+    )}
+    <label
+      >Received from (UTC)<input
+        type="text"
+        name="from"
+        value="${form.from}"
+        placeholder="2026-11-23T16:00:00Z"
+        inputmode="numeric"
+    /></label>
+    <label
+      >to (UTC)<input type="text" name="to" value="${form.to}" placeholder="2026-11-23T17:00:00Z" inputmode="numeric"
+    /></label>
+    <button type="submit">Search</button>
+  </form>`;
 }
 
 function stateLabel(state: string): string {
@@ -39,31 +63,86 @@ function stateLabel(state: string): string {
 }
 
 /** The search page: the form, then the matching deliveries, newest first, with the way to the next page. */
-export function searchPage(form: SearchForm, page: SearchPage | undefined, problem: string | undefined, opts: { environments: readonly string[]; targets: readonly string[]; canAct: boolean; q: SearchQuery }): Html {
+export function searchPage(
+  form: SearchForm,
+  page: SearchPage | undefined,
+  problem: string | undefined,
+  opts: { environments: readonly string[]; targets: readonly string[]; canAct: boolean; q: SearchQuery },
+): Html {
   const rows = page?.rows ?? [];
   const text = form.q.trim();
   const heading = text ? html`Events for <span class="mono">${text}</span>` : 'Events';
-  const caption = page?.by === 'request_id' ? `by request_id ${text}` : page?.by === 'event_id' ? `by event id ${text}` : 'newest first, by last change';
+  const caption =
+    page?.by === 'request_id'
+      ? `by request_id ${text}`
+      : page?.by === 'event_id'
+        ? `by event id ${text}`
+        : 'newest first, by last change';
   const table = rows.length
-    ? html`<div class="table-wrap"><table>
-<caption class="muted">${rows.length} ${rows.length === 1 ? 'delivery' : 'deliveries'} ${caption}</caption>
-<thead><tr><th scope="col">Last change (UTC)</th><th scope="col">Received (UTC)</th><th scope="col">Event</th><th scope="col">Type</th><th scope="col">Environment</th><th scope="col">Target</th><th scope="col">State</th><th scope="col">Attempts</th></tr></thead>
-<tbody>${rows.map(
-        (r) => html`<tr><td>${time(r.at)}</td><td>${time(r.receivedAt)}</td><td class="mono"><a href="${CONSOLE_PATH}/events/${encodeURIComponent(r.eventId)}">${r.eventId}</a></td><td>${r.eventType}</td><td>${r.environment ?? ''}</td><td>${r.target || html`<span class="muted">none</span>`}</td><td>${badge(r.state, stateLabel(r.state))}</td><td>${r.attempts}</td></tr>`,
-      )}</tbody></table></div>`
+    ? html`<div class="table-wrap">
+        <table>
+          <caption class="muted">
+            ${rows.length} ${rows.length === 1 ? 'delivery' : 'deliveries'} ${caption}
+          </caption>
+          <thead>
+            <tr>
+              <th scope="col">Last change (UTC)</th>
+              <th scope="col">Received (UTC)</th>
+              <th scope="col">Event</th>
+              <th scope="col">Type</th>
+              <th scope="col">Environment</th>
+              <th scope="col">Target</th>
+              <th scope="col">State</th>
+              <th scope="col">Attempts</th>
+            </tr>
+          </thead>
+          <tbody>
+            ${rows.map(
+              (r) =>
+                html`<tr>
+                  <td>${time(r.at)}</td>
+                  <td>${time(r.receivedAt)}</td>
+                  <td class="mono">
+                    <a href="${CONSOLE_PATH}/events/${encodeURIComponent(r.eventId)}">${r.eventId}</a>
+                  </td>
+                  <td>${r.eventType}</td>
+                  <td>${r.environment ?? ''}</td>
+                  <td>${r.target || html`<span class="muted">none</span>`}</td>
+                  <td>${badge(r.state, stateLabel(r.state))}</td>
+                  <td>${r.attempts}</td>
+                </tr>`,
+            )}
+          </tbody>
+        </table>
+      </div>`
     : problem
       ? ''
-      : html`<p>${text ? `No event with request_id, event id or webhook-id ${text} (unknown, or past the retention and de-duplication windows).` : 'No deliveries match.'}</p>`;
-  const budget = page?.budgetSpent ? html`<p class="muted">Looked at ${page.scanned} deliveries, back to ${time(page.reachedBack)}; older ones are on the next page.</p>` : '';
-  const nextLink = page?.next ? html`<a class="button secondary" href="${CONSOLE_PATH}/events${query({ ...form, cursor: page.next })}" rel="next">Older →</a>` : '';
+      : html`<p>
+          ${text ? `No event with request_id, event id or webhook-id ${text} (unknown, or past the retention and de-duplication windows).` : 'No deliveries match.'}
+        </p>`;
+  const budget = page?.budgetSpent
+    ? html`<p class="muted">
+        Looked at ${page.scanned} deliveries, back to ${time(page.reachedBack)}; older ones are on the next page.
+      </p>`
+    : '';
+  const nextLink = page?.next
+    ? html`<a class="button secondary" href="${CONSOLE_PATH}/events${query({ ...form, cursor: page.next })}" rel="next"
+        >Older →</a
+      >`
+    : '';
   const replayAll =
     opts.canAct && form.state === 'dead_letter' && rows.length > 0
-      ? html`<a class="button" href="${CONSOLE_PATH}/confirm/replay-all${query({ target: form.target, eventType: form.type })}">Replay matching dead letters…</a>`
+      ? html`<a
+          class="button"
+          href="${CONSOLE_PATH}/confirm/replay-all${query({ target: form.target, eventType: form.type })}"
+          >Replay matching dead letters…</a
+        >`
       : '';
   return html`<h1>${heading}</h1>
-${searchForm(form, opts.environments, opts.targets)}
-${problem ? html`<p class="error" role="alert">${problem}</p>` : ''}
-${table}
-<div class="pager">${nextLink}${replayAll}${form.q || opts.q.cursor ? html`<a href="${CONSOLE_PATH}/events">Newest</a>` : ''}</div>
-${budget}`;
+    ${searchForm(form, opts.environments, opts.targets)}
+    ${problem ? html`<p class="error" role="alert">${problem}</p>` : ''} ${table}
+    <div class="pager">
+      ${nextLink}${replayAll}${form.q || opts.q.cursor ? html`<a href="${CONSOLE_PATH}/events">Newest</a>` : ''}
+    </div>
+    ${budget}`;
 }

@@ -6,7 +6,10 @@ import { actorOf } from '../audit';
 export function configRoutes(reloader: Reloader | undefined): Router {
   const router = Router();
   router.post('/reload', async (req, res) => {
-    if (!reloader) return void res.status(501).json({ error: 'not_available', message: 'this admin app was built without a reloader' });
+    if (!reloader)
+      return void res
+        .status(501)
+        .json({ error: 'not_available', message: 'this admin app was built without a reloader' });
     res.json(await reloader.reload(actorOf(req)));
   });
   return router;

@@ -9,14 +9,20 @@ export function deadLetterRoutes(deadLetters: DeadLetters, recovery: Recovery): 
 
   router.get('/', async (req: Request, res: Response) => {
     const query = listQuerySchema.safeParse(req.query);
-    if (!query.success) return void res.status(400).json({ error: 'bad_query', issues: query.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`) });
+    if (!query.success)
+      return void res
+        .status(400)
+        .json({ error: 'bad_query', issues: query.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`) });
     res.json({ deadLetters: await deadLetters.list(query.data) });
   });
 
   router.post('/replay', async (req: Request, res: Response) => {
     const body = replayBodySchema.safeParse(req.body);
     if (!body.success) {
-      return void res.status(400).json({ error: 'bad_request', message: 'send {"ids": ["<target>/<job id>", …]} or {"all": true, "target"?, "eventType"?, "from"?, "to"?}' });
+      return void res.status(400).json({
+        error: 'bad_request',
+        message: 'send {"ids": ["<target>/<job id>", …]} or {"all": true, "target"?, "eventType"?, "from"?, "to"?}',
+      });
     }
     res.json(await recovery.replayDeadLetters(actorOf(req), body.data));
   });

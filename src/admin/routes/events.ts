@@ -7,21 +7,33 @@ import { actorOf } from '../audit';
 
 const resendBody = z.object({ target: z.string().min(1).optional() }).strict();
 
-export function eventRoutes(pipeline: Parameters<typeof findEvent>[0] & Pick<EventLookup, 'eventIdsForRequest'>, mask: (p: unknown) => unknown, recovery: Recovery): Router {
+export function eventRoutes(
+  pipeline: Parameters<typeof findEvent>[0] & Pick<EventLookup, 'eventIdsForRequest'>,
+  mask: (p: unknown) => unknown,
+  recovery: Recovery,
+): Router {
   const router = Router();
   router.post('/:eventId/resend', async (req, res) => {
     const body = resendBody.safeParse(req.body ?? {});
-    if (!body.success) return void res.status(400).json({ error: 'bad_request', message: 'send {} (every subscribed target) or {"target": "<name>"}' });
+    if (!body.success)
+      return void res
+        .status(400)
+        .json({ error: 'bad_request', message: 'send {} (every subscribed target) or {"target": "<name>"}' });
     res.json(await recovery.resendEvent(actorOf(req), req.params.eventId, body.data.target));
   });
   router.get('/:eventId', async (req, res) => {
     const event = await findEvent(pipeline, req.params.eventId, mask);
-    if (!event) return void res.status(404).json({ error: 'not_found', message: `no event ${req.params.eventId} (unknown, or past the de-duplication window)` });
+    if (!event)
+      return void res.status(404).json({
+        error: 'not_found',
+        message: `no event ${req.params.eventId} (unknown, or past the de-duplication window)`,
+      });
     res.json(event);
   });
   router.get('/', async (req, res) => {
     const requestId = req.query.requestId;
-    if (typeof requestId !== 'string' || !requestId) return void res.status(400).json({ error: 'bad_query', message: 'give ?requestId=<the platform request_id>' });
+    if (typeof requestId !== 'string' || !requestId)
+      return void res.status(400).json({ error: 'bad_query', message: 'give ?requestId=<the platform request_id>' });
     const ids = await pipeline.eventIdsForRequest(requestId);
     const events = await Promise.all(ids.map((id) => findEvent(pipeline, id, mask)));
     res.json({ requestId, events: events.filter((e) => e !== undefined) });

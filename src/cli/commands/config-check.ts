@@ -26,10 +26,19 @@ async function redisWarnings(config: Config, where: string): Promise<string[]> {
     // Each master of a cluster keeps its own data: ask them all (ping waits for the cluster to be known).
     await redis.ping();
     const masters = redis.nodes('master');
-    const each = await Promise.all(masters.map(async (node) => durabilityWarnings(await inspectRedisDurability(node), `${node.options.host ?? '?'}:${node.options.port ?? '?'}`)));
+    const each = await Promise.all(
+      masters.map(async (node) =>
+        durabilityWarnings(
+          await inspectRedisDurability(node),
+          `${node.options.host ?? '?'}:${node.options.port ?? '?'}`,
+        ),
+      ),
+    );
     return each.flat();
   } catch (err) {
-    return [`could not ask Redis at ${where} about persistence and eviction (${(err as Error).message}): check appendonly yes and maxmemory-policy noeviction yourself`];
+    return [
+      `could not ask Redis at ${where} about persistence and eviction (${(err as Error).message}): check appendonly yes and maxmemory-policy noeviction yourself`,
+    ];
   } finally {
     redis.disconnect();
   }
@@ -54,7 +63,13 @@ export async function configCheckCommand(env: Record<string, string | undefined>
   const transformProblemsFound = await transformProblems(config.targets);
   if (transformProblemsFound.length) throw new ConfigError(transformProblemsFound);
   const failedSamples = await transformSamples(config, out);
-  const warnings = [...envWarnings(env), ...loaded.warnings, ...configWarnings(config), ...failedSamples, ...(await redisWarnings(config, describeRedis(config)))];
+  const warnings = [
+    ...envWarnings(env),
+    ...loaded.warnings,
+    ...configWarnings(config),
+    ...failedSamples,
+    ...(await redisWarnings(config, describeRedis(config))),
+  ];
   const brokers = config.targets.flatMap((t) => (t.destination ? [{ target: t, destination: t.destination }] : []));
   if (brokers.length) {
     out('');

@@ -58,18 +58,31 @@ export async function deadLetterCommand(ctx: OperatorContext, args: string[]): P
       const items = await deadLetters.list(filter);
       if (values.json) out(JSON.stringify(items, null, 2));
       else {
-        out(formatTable(
-          ['ID', 'EVENT TYPE', 'FAILED AT', 'ATTEMPTS', 'STATUS', 'ERROR'],
-          items.map((d) => [d.id, d.eventType, d.failedAt, d.attempts, d.lastFailure?.status, d.lastFailure?.error ?? d.reason]),
-        ));
+        out(
+          formatTable(
+            ['ID', 'EVENT TYPE', 'FAILED AT', 'ATTEMPTS', 'STATUS', 'ERROR'],
+            items.map((d) => [
+              d.id,
+              d.eventType,
+              d.failedAt,
+              d.attempts,
+              d.lastFailure?.status,
+              d.lastFailure?.error ?? d.reason,
+            ]),
+          ),
+        );
         out(`${items.length} dead letter(s)`);
       }
       return 0;
     }
     if (sub === 'replay') {
-      if (!values.all && positionals.length === 0) throw new Error('name dead letters to replay (<target>/<job id> …) or pass --all (with optional filters)');
+      if (!values.all && positionals.length === 0)
+        throw new Error('name dead letters to replay (<target>/<job id> …) or pass --all (with optional filters)');
       const { limit: _limit, ...matching } = filter;
-      const result = await recoveryFor(ctx, pipeline).replayDeadLetters(ctx.actor, values.all ? { all: true, ...matching } : { ids: positionals });
+      const result = await recoveryFor(ctx, pipeline).replayDeadLetters(
+        ctx.actor,
+        values.all ? { all: true, ...matching } : { ids: positionals },
+      );
       for (const id of result.replayed) out(`replayed   ${id}`);
       for (const id of result.notFound) out(`not found  ${id}`);
       return result.notFound.length ? 1 : 0;
@@ -79,7 +92,9 @@ export async function deadLetterCommand(ctx: OperatorContext, args: string[]): P
       const recovery = recoveryFor(ctx, pipeline);
       let failed = 0;
       for (const id of positionals) {
-        const outcome = await discardOne(id, (target, eventId) => recovery.discardDeadLetter(ctx.actor, target, eventId));
+        const outcome = await discardOne(id, (target, eventId) =>
+          recovery.discardDeadLetter(ctx.actor, target, eventId),
+        );
         out(outcome);
         if (!outcome.startsWith('discarded')) failed++;
       }

@@ -17,14 +17,21 @@ export async function listenCommand(args: string[], out: (line: string) => void)
     },
   });
   const secrets = values.secret ?? [];
-  if (secrets.length === 0) throw new Error("give --secret whsec_… (the target's secret in the service's configuration)");
+  if (secrets.length === 0)
+    throw new Error("give --secret whsec_… (the target's secret in the service's configuration)");
   const port = Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port: not a port: ${values.port}`);
-  if (values['forward-to'] !== undefined && !/^https?:\/\//.test(values['forward-to'])) throw new Error('--forward-to takes an http:// or https:// URL');
+  if (values['forward-to'] !== undefined && !/^https?:\/\//.test(values['forward-to']))
+    throw new Error('--forward-to takes an http:// or https:// URL');
 
-  const listener = await startListener({ port, host: values.host, secrets, forwardTo: values['forward-to'], json: values.json }, out);
-  out(`listening on http://${values.host}:${listener.port} (POST on any path), verifying Standard Webhooks signatures` +
-    `${values['forward-to'] ? `, forwarding to ${values['forward-to']}` : ''}; Ctrl-C to stop`);
+  const listener = await startListener(
+    { port, host: values.host, secrets, forwardTo: values['forward-to'], json: values.json },
+    out,
+  );
+  out(
+    `listening on http://${values.host}:${listener.port} (POST on any path), verifying Standard Webhooks signatures` +
+      `${values['forward-to'] ? `, forwarding to ${values['forward-to']}` : ''}; Ctrl-C to stop`,
+  );
   await new Promise<void>((resolve) => {
     process.once('SIGINT', () => resolve());
     process.once('SIGTERM', () => resolve());

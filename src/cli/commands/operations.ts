@@ -16,27 +16,46 @@ import { withQueues } from '../with-queues';
 export function queuesCommand({ config, out, logger }: OperatorContext): Promise<number> {
   return withQueues(config, async (pipeline) => {
     const summaries = await summariseQueues(pipeline, logger);
-    out(formatTable(
-      ['QUEUE', 'WAITING', 'ACTIVE', 'DELAYED', 'FAILED', 'COMPLETED', 'OLDEST WAITING', 'PAUSED'],
-      summaries.map((s) => [s.queue, s.counts.waiting, s.counts.active, s.counts.delayed, s.counts.failed, s.counts.completed, `${Math.round(s.oldestWaitingSeconds)} s`, s.paused ? 'yes' : '']),
-    ));
+    out(
+      formatTable(
+        ['QUEUE', 'WAITING', 'ACTIVE', 'DELAYED', 'FAILED', 'COMPLETED', 'OLDEST WAITING', 'PAUSED'],
+        summaries.map((s) => [
+          s.queue,
+          s.counts.waiting,
+          s.counts.active,
+          s.counts.delayed,
+          s.counts.failed,
+          s.counts.completed,
+          `${Math.round(s.oldestWaitingSeconds)} s`,
+          s.paused ? 'yes' : '',
+        ]),
+      ),
+    );
     return 0;
   });
 }
 
-const RESEND_LABELS: Record<ResendOutcome, string> = { resent: 'resent     ', in_progress: 'in progress', filtered: 'filtered   ' };
+const RESEND_LABELS: Record<ResendOutcome, string> = {
+  resent: 'resent     ',
+  in_progress: 'in progress',
+  filtered: 'filtered   ',
+};
 
 /** `event resend <event id> [--target <name>]`: a new attempt series with the same webhook-id. */
 function resendCommand(ctx: OperatorContext, args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { target: { type: 'string' } } });
   const [eventId] = positionals;
-  if (!eventId || positionals.length > 1) throw new Error('give one event id: event resend <event id> [--target <name>]');
+  if (!eventId || positionals.length > 1)
+    throw new Error('give one event id: event resend <event id> [--target <name>]');
   return withQueues(ctx.config, async (queues) => {
     const result = await recoveryFor(ctx, queues).resendEvent(ctx.actor, eventId, values.target);
     for (const t of result.targets) ctx.out(`${RESEND_LABELS[t.outcome]}  ${t.target}/${eventId}`);
     if (result.targets.length === 0) ctx.out(`${eventId}: no target subscribes to its type`);
     // A filtered target among several is the filter at work; nothing resent at all is a failure.
-    return result.targets.some((t) => t.outcome === 'resent') && result.targets.every((t) => t.outcome !== 'in_progress') ? 0 : 1;
+    return result.targets.some((t) => t.outcome === 'resent') &&
+      result.targets.every((t) => t.outcome !== 'in_progress')
+      ? 0
+      : 1;
   });
 }
 
@@ -44,7 +63,11 @@ function resendCommand(ctx: OperatorContext, args: string[]): Promise<number> {
 export function eventCommand(ctx: OperatorContext, args: string[]): Promise<number> {
   if (args[0] === 'resend') return resendCommand(ctx, args.slice(1));
   const { config, out } = ctx;
-  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { 'request-id': { type: 'string' } } });
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { 'request-id': { type: 'string' } },
+  });
   return withQueues(config, async (pipeline) => {
     const mask = createMasker(config.sensitiveFields);
     const ids = values['request-id'] ? await pipeline.eventIdsForRequest(values['request-id']) : positionals;
@@ -57,23 +80,46 @@ export function eventCommand(ctx: OperatorContext, args: string[]): Promise<numb
         missing++;
         continue;
       }
-      out(`${event.eventId}  ${event.eventType}  ${event.environment ?? ''}  received ${event.receivedAt}  in ${event.queue} (${event.state})`);
+      out(
+        `${event.eventId}  ${event.eventType}  ${event.environment ?? ''}  received ${event.receivedAt}  in ${event.queue} (${event.state})`,
+      );
       if (event.traceId) out(`  trace ${event.traceId}`);
       if (event.copies) out(`  ${copiesLine(event.copies)}`);
       if (event.corrected) out('  corrected: its body was replaced by an operator; the platform did not sign it');
       if (event.errors) out(`  quarantined: ${event.errors.join('; ')}`);
-      out(formatTable(
-        ['TARGET', 'STATE', 'ATTEMPTS', 'DELIVERED AT', 'LAST ERROR'],
-        // The last error of the current series: one a replay or resend has since put right is in the story below.
-        event.deliveries.map((d) => [d.target, d.state, d.attemptsMade, d.deliveredAt, d.unreadable ?? d.series.at(-1)?.attempts.filter((a) => a.outcome === 'failed').at(-1)?.error]),
-      ));
+      out(
+        formatTable(
+          ['TARGET', 'STATE', 'ATTEMPTS', 'DELIVERED AT', 'LAST ERROR'],
+          // The last error of the current series: one a replay or resend has since put right is in the story below.
+          event.deliveries.map((d) => [
+            d.target,
+            d.state,
+            d.attemptsMade,
+            d.deliveredAt,
+            d.unreadable ??
+              d.series
+                .at(-1)
+                ?.attempts.filter((a) => a.outcome === 'failed')
+                .at(-1)?.error,
+          ]),
+        ),
+      );
       const attempts = event.deliveries.flatMap((d) => d.attempts);
       if (attempts.length) {
         // One row per series start (what started it, who, when), then its attempts, numbered within it.
         const rows = event.deliveries.flatMap((d) =>
           d.series.flatMap((s) => [
             [d.target, `${s.n}`, s.at, `series ${s.n}: ${s.trigger}`, '', '', '', `by ${s.by}`],
-            ...s.attempts.map((a) => [a.target ?? d.target, `${s.n}.${a.attempt}`, a.at, a.outcome, 'status' in a ? a.status : '', 'errorClass' in a ? a.errorClass : '', a.latencyMs === undefined ? '' : `${a.latencyMs} ms`, 'responseExcerpt' in a ? a.responseExcerpt?.replace(/\s+/g, ' ').slice(0, 60) : '']),
+            ...s.attempts.map((a) => [
+              a.target ?? d.target,
+              `${s.n}.${a.attempt}`,
+              a.at,
+              a.outcome,
+              'status' in a ? a.status : '',
+              'errorClass' in a ? a.errorClass : '',
+              a.latencyMs === undefined ? '' : `${a.latencyMs} ms`,
+              'responseExcerpt' in a ? a.responseExcerpt?.replace(/\s+/g, ' ').slice(0, 60) : '',
+            ]),
           ]),
         );
         out(formatTable(['TARGET', '#', 'AT', 'OUTCOME', 'STATUS', 'CLASS', 'LATENCY', 'ANSWER'], rows));
@@ -87,14 +133,26 @@ export function eventCommand(ctx: OperatorContext, args: string[]): Promise<numb
 export function quarantineCommand(ctx: OperatorContext, args: string[]): Promise<number> {
   const { config, out } = ctx;
   const [sub, ...rest] = args;
-  const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: { body: { type: 'string' }, limit: { type: 'string' } } });
+  const { values, positionals } = parseArgs({
+    args: rest,
+    allowPositionals: true,
+    options: { body: { type: 'string' }, limit: { type: 'string' } },
+  });
   return withQueues(config, async (pipeline) => {
     if (sub === 'list') {
-      const items = await createQuarantine(pipeline, { logger: ctx.logger }).list(values.limit ? Number(values.limit) : 100);
-      out(formatTable(
-        ['ID', 'EVENT TYPE', 'ENVIRONMENT', 'RECEIVED AT', 'REASON', 'BYTES', 'ERRORS'],
-        items.map((q) => ('unreadable' in q ? [q.id, '', '', '', '', '', `unreadable: ${q.unreadable}`] : [q.id, q.eventType, q.environment, q.receivedAt, q.reason, q.bodyBytes, q.errors.join('; ')])),
-      ));
+      const items = await createQuarantine(pipeline, { logger: ctx.logger }).list(
+        values.limit ? Number(values.limit) : 100,
+      );
+      out(
+        formatTable(
+          ['ID', 'EVENT TYPE', 'ENVIRONMENT', 'RECEIVED AT', 'REASON', 'BYTES', 'ERRORS'],
+          items.map((q) =>
+            'unreadable' in q
+              ? [q.id, '', '', '', '', '', `unreadable: ${q.unreadable}`]
+              : [q.id, q.eventType, q.environment, q.receivedAt, q.reason, q.bodyBytes, q.errors.join('; ')],
+          ),
+        ),
+      );
       const unreadable = items.filter((q) => 'unreadable' in q).length;
       out(`${items.length} quarantined${unreadable ? `, ${unreadable} of them unreadable` : ''}`);
       return 0;
@@ -121,7 +179,12 @@ export function targetCommand(ctx: OperatorContext, args: string[]): Promise<num
   return withQueues(config, async (pipeline) => {
     const control = createTargetControl(pipeline);
     if (sub === 'list') {
-      out(formatTable(['TARGET', 'PAUSED'], (await control.states()).map((t) => [t.target, t.paused ? 'yes' : 'no'])));
+      out(
+        formatTable(
+          ['TARGET', 'PAUSED'],
+          (await control.states()).map((t) => [t.target, t.paused ? 'yes' : 'no']),
+        ),
+      );
       return 0;
     }
     if ((sub === 'pause' || sub === 'resume') && name) {
@@ -135,14 +198,21 @@ export function targetCommand(ctx: OperatorContext, args: string[]): Promise<num
         out(`${name}: no order in its settings, so no key can be blocked`);
         return 0;
       }
-      out(formatTable(['KEY', 'EVENT ID', 'SINCE', 'WAITING'], blocked.map((b) => [b.key, b.eventId, b.since, b.waiting])));
+      out(
+        formatTable(
+          ['KEY', 'EVENT ID', 'SINCE', 'WAITING'],
+          blocked.map((b) => [b.key, b.eventId, b.since, b.waiting]),
+        ),
+      );
       out(`${blocked.length} blocked key(s)`);
       return 0;
     }
     if (sub === 'release' && name && key !== undefined) {
       try {
         const released = await recoveryFor(ctx, pipeline).releaseBlockedKey(ctx.actor, name, key);
-        out(`released  ${name} key ${JSON.stringify(key)}: its later deliveries go on; the dead letter ${name}/${released.eventId} stays`);
+        out(
+          `released  ${name} key ${JSON.stringify(key)}: its later deliveries go on; the dead letter ${name}/${released.eventId} stays`,
+        );
         return 0;
       } catch (err) {
         const code = errorCode(err);

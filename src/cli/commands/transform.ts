@@ -18,10 +18,21 @@ import { withQueues } from '../with-queues';
 
 type Out = (line: string) => void;
 
-function inputOf(event: Pick<DeliveryFields, 'eventId' | 'eventType' | 'receivedAt' | 'environment' | 'merchantId' | 'rawBody' | 'rawBodyEncoding'>): TransformInput {
+function inputOf(
+  event: Pick<
+    DeliveryFields,
+    'eventId' | 'eventType' | 'receivedAt' | 'environment' | 'merchantId' | 'rawBody' | 'rawBodyEncoding'
+  >,
+): TransformInput {
   const raw = event.rawBodyEncoding === 'utf8' ? event.rawBody : Buffer.from(event.rawBody, 'base64').toString('utf8');
   return {
-    event: { id: event.eventId, type: event.eventType, timestamp: event.receivedAt, environment: event.environment ?? null, merchantId: event.merchantId ?? null },
+    event: {
+      id: event.eventId,
+      type: event.eventType,
+      timestamp: event.receivedAt,
+      environment: event.environment ?? null,
+      merchantId: event.merchantId ?? null,
+    },
     raw,
   };
 }
@@ -48,12 +59,17 @@ export async function transformSamples(config: Config, out: Out): Promise<string
   const targets = config.targets.filter((t) => t.transform !== undefined);
   if (targets.length === 0) return [];
   const warnings: string[] = [];
-  const environment = config.environments ? (Object.keys(config.environments)[0] ?? DEFAULT_ENVIRONMENT) : DEFAULT_ENVIRONMENT;
+  const environment = config.environments
+    ? (Object.keys(config.environments)[0] ?? DEFAULT_ENVIRONMENT)
+    : DEFAULT_ENVIRONMENT;
   out('');
   out('transforms on the built-in samples:');
   for (const target of targets) {
     const types = EVENT_TYPES.filter((type) => subscribes(target, type));
-    const results = await tryTransform(target, types.map((type) => inputOf(eventFromBody(type, sampleBody(type), target.environments?.[0] ?? environment))));
+    const results = await tryTransform(
+      target,
+      types.map((type) => inputOf(eventFromBody(type, sampleBody(type), target.environments?.[0] ?? environment))),
+    );
     types.forEach((type, i) => {
       const r = results[i]!;
       if ('error' in r) {
@@ -71,10 +87,27 @@ export async function transformSamples(config: Config, out: Out): Promise<string
  * `transform test --target NAME (--event <event id> | --file body.json --type <event type>)`: what
  * the target would be sent for that event (headers, signature masked, and body), or the error.
  */
-export async function transformTestCommand(env: Record<string, string | undefined>, args: string[], out: Out, operator: () => OperatorContext): Promise<number> {
-  const { values } = parseArgs({ args, options: { target: { type: 'string' }, event: { type: 'string' }, file: { type: 'string' }, type: { type: 'string' } } });
-  if (!values.target) throw new Error('name the target: transform test --target NAME (--event <event id> | --file body.json --type <event type>)');
-  if ((values.event === undefined) === (values.file === undefined)) throw new Error('give either --event <event id> or --file body.json --type <event type>');
+export async function transformTestCommand(
+  env: Record<string, string | undefined>,
+  args: string[],
+  out: Out,
+  operator: () => OperatorContext,
+): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      target: { type: 'string' },
+      event: { type: 'string' },
+      file: { type: 'string' },
+      type: { type: 'string' },
+    },
+  });
+  if (!values.target)
+    throw new Error(
+      'name the target: transform test --target NAME (--event <event id> | --file body.json --type <event type>)',
+    );
+  if ((values.event === undefined) === (values.file === undefined))
+    throw new Error('give either --event <event id> or --file body.json --type <event type>');
   if (values.event !== undefined) {
     const ctx = operator();
     const target = targetNamed(ctx.config, values.target);
@@ -95,7 +128,8 @@ export async function transformTestCommand(env: Record<string, string | undefine
 
 function targetNamed(config: Config, name: string): Target {
   const target = config.targets.find((t) => t.name === name);
-  if (!target) throw new Error(`no target named ${name} (configured: ${config.targets.map((t) => t.name).join(', ') || 'none'})`);
+  if (!target)
+    throw new Error(`no target named ${name} (configured: ${config.targets.map((t) => t.name).join(', ') || 'none'})`);
   return target;
 }
 

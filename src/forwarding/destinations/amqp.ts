@@ -2,7 +2,16 @@ import { connect, type ChannelModel, type ConfirmChannel, type Message } from 'a
 import type { AttemptSuccess } from '../attempt';
 import type { OutgoingRequest } from '../build-request';
 import type { DeliveryTransport } from '../transport';
-import { brokerFailure, classifyClientError, connectionNotices, describeError, LazyConnection, messageSeconds, readTlsFiles, remainingMs } from './broker';
+import {
+  brokerFailure,
+  classifyClientError,
+  connectionNotices,
+  describeError,
+  LazyConnection,
+  messageSeconds,
+  readTlsFiles,
+  remainingMs,
+} from './broker';
 import type { Logger } from '../../logging/logger';
 import { fillTemplate, type AmqpDestination } from '../../model/destination-schema';
 import type { DeliveryJob } from '../../model/jobs';
@@ -28,7 +37,11 @@ function withHeartbeat(url: string): string {
 }
 
 /** Opens a connection and one confirm channel on it; `onLost` runs once when either closes. */
-export async function openAmqp(d: AmqpDestination, connectTimeoutMs: number, onLost: (link: Link) => void): Promise<Link> {
+export async function openAmqp(
+  d: AmqpDestination,
+  connectTimeoutMs: number,
+  onLost: (link: Link) => void,
+): Promise<Link> {
   const tls = d.url.startsWith('amqps:') ? readTlsFiles(d.tls) : {};
   const model = await connect(withHeartbeat(d.url), { ...tls, timeout: connectTimeoutMs });
   // Listened to from the start: a connection that fails while its channel opens (a broker restarting,
@@ -86,20 +99,38 @@ export function createAmqpTransport(target: Target, d: AmqpDestination, logger?:
     const where = `exchange "${d.exchange}" with routing key "${routingKey}"`;
     return new Promise<AttemptSuccess>((resolve, reject) => {
       // Connecting and confirming share the target's timeoutMs: a send never takes longer than that.
-      const timer = setTimeout(() => reject(brokerFailure('timeout', `no publisher confirm from RabbitMQ for ${where} (timeoutMs)`, elapsed())), remainingMs(target.timeoutMs, started));
+      const timer = setTimeout(
+        () =>
+          reject(brokerFailure('timeout', `no publisher confirm from RabbitMQ for ${where} (timeoutMs)`, elapsed())),
+        remainingMs(target.timeoutMs, started),
+      );
       const content = typeof message.body === 'string' ? Buffer.from(message.body) : message.body;
       try {
         link.channel.publish(
           d.exchange,
           routingKey,
           content,
-          { persistent: true, mandatory: true, messageId: job.eventId, type: job.eventType, timestamp: messageSeconds(message.headers), contentType, headers },
+          {
+            persistent: true,
+            mandatory: true,
+            messageId: job.eventId,
+            type: job.eventType,
+            timestamp: messageSeconds(message.headers),
+            contentType,
+            headers,
+          },
           (err: unknown) => {
             clearTimeout(timer);
             const returned = link.returned.get(job.eventId);
             link.returned.delete(job.eventId);
             if (returned !== undefined) {
-              reject(brokerFailure('unroutable', `unroutable: RabbitMQ returned the message (${returned}): no queue is bound to ${where}`, elapsed()));
+              reject(
+                brokerFailure(
+                  'unroutable',
+                  `unroutable: RabbitMQ returned the message (${returned}): no queue is bound to ${where}`,
+                  elapsed(),
+                ),
+              );
             } else if (err) {
               const why = link.closedBy ?? describeError(err);
               reject(brokerFailure('broker', `RabbitMQ did not confirm the publish to ${where}: ${why}`, elapsed()));
@@ -112,7 +143,14 @@ export function createAmqpTransport(target: Target, d: AmqpDestination, logger?:
         clearTimeout(timer);
         // A message the client cannot encode (a header table over 64 KiB) fails the same way every time.
         const permanent = err instanceof RangeError;
-        reject(brokerFailure(permanent ? 'broker' : 'connection_reset', `cannot publish to RabbitMQ: ${describeError(link.closedBy ?? err)}`, elapsed(), permanent));
+        reject(
+          brokerFailure(
+            permanent ? 'broker' : 'connection_reset',
+            `cannot publish to RabbitMQ: ${describeError(link.closedBy ?? err)}`,
+            elapsed(),
+            permanent,
+          ),
+        );
       }
     });
   }
@@ -124,7 +162,11 @@ export function createAmqpTransport(target: Target, d: AmqpDestination, logger?:
       try {
         link = await links.getWithin(target.timeoutMs);
       } catch (err) {
-        throw brokerFailure(classifyClientError(err), `cannot connect to RabbitMQ: ${describeError(err)}`, Math.round(performance.now() - started));
+        throw brokerFailure(
+          classifyClientError(err),
+          `cannot connect to RabbitMQ: ${describeError(err)}`,
+          Math.round(performance.now() - started),
+        );
       }
       return publish(link, message, job, started);
     },
@@ -140,5 +182,7 @@ export function createAmqpTransport(target: Target, d: AmqpDestination, logger?:
  * closes the connection at once: it stops its heartbeat and settles every pending confirm with an error.
  */
 function destroySocket(model: ChannelModel): void {
-  (model.connection as unknown as { stream?: { destroy(err?: Error): void } }).stream?.destroy(new Error('connection cut: the broker did not answer the close'));
+  (model.connection as unknown as { stream?: { destroy(err?: Error): void } }).stream?.destroy(
+    new Error('connection cut: the broker did not answer the close'),
+  );
 }

@@ -21,7 +21,9 @@ export function scrubCredentials(text: string): string {
 export function brokerFailure(errorClass: ErrorClass, detail: string, latencyMs: number, permanent = false): Error {
   const facts: FailureFacts = { errorClass, latencyMs };
   const line = `${scrubCredentials(detail)} after ${latencyMs} ms`;
-  return permanent ? new PermanentDeliveryError(`${line} (not retried)`, 0, '', facts) : new TransientDeliveryError(line, undefined, undefined, undefined, facts);
+  return permanent
+    ? new PermanentDeliveryError(`${line} (not retried)`, 0, '', facts)
+    : new TransientDeliveryError(line, undefined, undefined, undefined, facts);
 }
 
 /** A broker client's own error, by its code (ECONNREFUSED, ETIMEDOUT, a TLS code …), as a failure class. */
@@ -35,12 +37,15 @@ export function classifyClientError(err: unknown): ErrorClass {
 /** The message of an error, with the message of its cause when it has one. */
 export function describeError(err: unknown): string {
   const e = err as Error & { cause?: unknown };
-  const cause = e.cause instanceof Error && e.cause.message && !e.message.includes(e.cause.message) ? `: ${e.cause.message}` : '';
+  const cause =
+    e.cause instanceof Error && e.cause.message && !e.message.includes(e.cause.message) ? `: ${e.cause.message}` : '';
   return `${e.message || String(err)}${cause}`;
 }
 
 /** The PEM files of a destination's `tls`, read; an unreadable file says which setting names it. */
-export function readTlsFiles(tls: DestinationTls | undefined): Pick<ConnectionOptions, 'ca' | 'cert' | 'key'> & { ca?: Buffer; cert?: Buffer; key?: Buffer } {
+export function readTlsFiles(
+  tls: DestinationTls | undefined,
+): Pick<ConnectionOptions, 'ca' | 'cert' | 'key'> & { ca?: Buffer; cert?: Buffer; key?: Buffer } {
   const read = (file: string | undefined, setting: string): Buffer | undefined => {
     if (file === undefined) return undefined;
     try {
@@ -74,7 +79,10 @@ export function connectionNotices(logger: Logger | undefined, target: string, br
     lost(reason) {
       if (down) return;
       down = true;
-      logger?.repeated('warn', `broker-lost:${target}`, `${broker} connection lost; reconnecting with backoff`, { target, error: scrubCredentials(reason) });
+      logger?.repeated('warn', `broker-lost:${target}`, `${broker} connection lost; reconnecting with backoff`, {
+        target,
+        error: scrubCredentials(reason),
+      });
     },
     restored() {
       if (!down) return;

@@ -2,7 +2,16 @@ import { connect } from '@nats-io/transport-node';
 import { headers as natsHeaders, InvalidArgumentError, TimeoutError, type NatsConnection } from '@nats-io/nats-core';
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import type { DeliveryTransport } from '../transport';
-import { brokerFailure, classifyClientError, connectionNotices, describeError, LazyConnection, readTlsFiles, remainingMs, type ConnectionNotices } from './broker';
+import {
+  brokerFailure,
+  classifyClientError,
+  connectionNotices,
+  describeError,
+  LazyConnection,
+  readTlsFiles,
+  remainingMs,
+  type ConnectionNotices,
+} from './broker';
 import type { Logger } from '../../logging/logger';
 import { fillTemplate, type NatsDestination } from '../../model/destination-schema';
 import type { Target } from '../../model/target-schema';
@@ -28,13 +37,21 @@ export function natsConnectOptions(d: NatsDestination) {
   });
   const useTls = d.tls !== undefined || d.servers.some((s) => s.startsWith('tls:'));
   const files = useTls ? readTlsFiles(d.tls) : undefined;
-  const tls = files ? { ca: files.ca?.toString(), cert: files.cert?.toString(), key: files.key?.toString() } : undefined;
+  const tls = files
+    ? { ca: files.ca?.toString(), cert: files.cert?.toString(), key: files.key?.toString() }
+    : undefined;
   return { servers, ...auth, ...(tls ? { tls } : {}) };
 }
 
 /** Connects to NATS; the client itself reconnects after a server restart, for ever, with its own backoff. */
 export async function openNats(d: NatsDestination, name: string, timeoutMs: number): Promise<NatsConnection> {
-  return connect({ ...natsConnectOptions(d), name, timeout: timeoutMs, maxReconnectAttempts: -1, reconnectTimeWait: 1000 });
+  return connect({
+    ...natsConnectOptions(d),
+    name,
+    timeout: timeoutMs,
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 1000,
+  });
 }
 
 /**
@@ -75,8 +92,15 @@ export function createNatsTransport(target: Target, d: NatsDestination, logger?:
       for (const [name, value] of Object.entries(message.headers)) h.set(name, value);
       try {
         // Connecting and the acknowledgement share the target's timeoutMs: a send never takes longer than that.
-        const ack = await link.js.publish(subject, message.body, { msgID: job.eventId, headers: h, timeout: remainingMs(target.timeoutMs, started) });
-        return { latencyMs: elapsed(), confirmed: `stream ${ack.stream} seq ${ack.seq}${ack.duplicate ? ' duplicate' : ''}` };
+        const ack = await link.js.publish(subject, message.body, {
+          msgID: job.eventId,
+          headers: h,
+          timeout: remainingMs(target.timeoutMs, started),
+        });
+        return {
+          latencyMs: elapsed(),
+          confirmed: `stream ${ack.stream} seq ${ack.seq}${ack.duplicate ? ' duplicate' : ''}`,
+        };
       } catch (err) {
         throw publishFailure(err, subject, elapsed());
       }
@@ -101,11 +125,21 @@ async function reportStatus(nc: NatsConnection, notices: ConnectionNotices): Pro
 function publishFailure(err: unknown, subject: string, latencyMs: number): Error {
   const e = err as Error;
   if (e.name === 'JetStreamNotEnabled') {
-    return brokerFailure('no_stream', `no stream: no JetStream stream captures subject "${subject}" (nothing answered the publish)`, latencyMs);
+    return brokerFailure(
+      'no_stream',
+      `no stream: no JetStream stream captures subject "${subject}" (nothing answered the publish)`,
+      latencyMs,
+    );
   }
-  if (e instanceof TimeoutError) return brokerFailure('timeout', `no JetStream acknowledgement for subject "${subject}" (timeoutMs)`, latencyMs);
+  if (e instanceof TimeoutError)
+    return brokerFailure('timeout', `no JetStream acknowledgement for subject "${subject}" (timeoutMs)`, latencyMs);
   // Larger than the server's max_payload: the same every time.
-  if (e instanceof InvalidArgumentError) return brokerFailure('broker', `NATS refused the message: ${describeError(e)}`, latencyMs, true);
+  if (e instanceof InvalidArgumentError)
+    return brokerFailure('broker', `NATS refused the message: ${describeError(e)}`, latencyMs, true);
   const cls = classifyClientError(err);
-  return brokerFailure(cls === 'network' ? 'broker' : cls, `JetStream publish to "${subject}" failed: ${describeError(err)}`, latencyMs);
+  return brokerFailure(
+    cls === 'network' ? 'broker' : cls,
+    `JetStream publish to "${subject}" failed: ${describeError(err)}`,
+    latencyMs,
+  );
 }

@@ -5,7 +5,13 @@ import { describeError, readTlsFiles, scrubCredentials } from './broker';
 import { natsConnectOptions } from './nats';
 import { connect as natsConnect } from '@nats-io/transport-node';
 import { EVENT_TYPES } from '../../model/event-table';
-import { fillTemplate, type AmqpDestination, type Destination, type NatsDestination, type RedisStreamDestination } from '../../model/destination-schema';
+import {
+  fillTemplate,
+  type AmqpDestination,
+  type Destination,
+  type NatsDestination,
+  type RedisStreamDestination,
+} from '../../model/destination-schema';
 import type { Target } from '../../model/target-schema';
 
 /** What `config check` found at a target's broker: `ok` false is also a warning. */
@@ -20,7 +26,10 @@ function typesOf(target: Target): string[] {
 }
 
 async function probeAmqp(d: AmqpDestination, timeoutMs: number): Promise<ProbeResult> {
-  const model = await amqpConnect(d.url, { ...(d.url.startsWith('amqps:') ? readTlsFiles(d.tls) : {}), timeout: timeoutMs });
+  const model = await amqpConnect(d.url, {
+    ...(d.url.startsWith('amqps:') ? readTlsFiles(d.tls) : {}),
+    timeout: timeoutMs,
+  });
   try {
     model.on('error', () => undefined);
     const ch = await model.createChannel();
@@ -29,7 +38,10 @@ async function probeAmqp(d: AmqpDestination, timeoutMs: number): Promise<ProbeRe
     // checkExchange closes the channel when the exchange is missing (404).
     return await ch.checkExchange(d.exchange).then(
       () => ({ ok: true, line: `reachable; exchange "${d.exchange}" exists` }),
-      (err: unknown) => ({ ok: false, line: `reachable, but exchange "${d.exchange}" does not exist (${describeError(err)}): every delivery would fail` }),
+      (err: unknown) => ({
+        ok: false,
+        line: `reachable, but exchange "${d.exchange}" does not exist (${describeError(err)}): every delivery would fail`,
+      }),
     );
   } finally {
     await model.close().catch(() => undefined);
@@ -41,13 +53,21 @@ async function probeNats(target: Target, d: NatsDestination, timeoutMs: number):
   try {
     const jsm = await jetstreamManager(nc, { timeout: timeoutMs });
     const subjects = [...new Set(typesOf(target).map((type) => fillTemplate(d.subject, type)))];
-    const found = await Promise.all(subjects.map(async (subject) => ({ subject, stream: await jsm.streams.find(subject).catch(() => undefined) })));
+    const found = await Promise.all(
+      subjects.map(async (subject) => ({ subject, stream: await jsm.streams.find(subject).catch(() => undefined) })),
+    );
     const missing = found.filter((s) => s.stream === undefined).map((s) => s.subject);
     const streams = [...new Set(found.flatMap((s) => (s.stream ? [s.stream] : [])))];
     if (missing.length) {
-      return { ok: false, line: `reachable, but no stream captures ${missing.map((s) => `"${s}"`).join(', ')}: those deliveries would be dead-lettered (no stream)` };
+      return {
+        ok: false,
+        line: `reachable, but no stream captures ${missing.map((s) => `"${s}"`).join(', ')}: those deliveries would be dead-lettered (no stream)`,
+      };
     }
-    return { ok: true, line: `reachable; stream ${streams.map((s) => `"${s}"`).join(', ')} captures ${subjects.length === 1 ? `"${subjects[0]}"` : `its ${subjects.length} subjects`}` };
+    return {
+      ok: true,
+      line: `reachable; stream ${streams.map((s) => `"${s}"`).join(', ')} captures ${subjects.length === 1 ? `"${subjects[0]}"` : `its ${subjects.length} subjects`}`,
+    };
   } finally {
     await nc.close();
   }
@@ -71,7 +91,10 @@ async function probeRedisStream(d: RedisStreamDestination, timeoutMs: number): P
     const replicas = Number(/connected_slaves:(\d+)/.exec(await redis.info('replication'))?.[1] ?? 0);
     return replicas >= d.minReplicasAck
       ? { ok: true, line: `reachable; ${replicas} replicas connected (minReplicasAck ${d.minReplicasAck})` }
-      : { ok: false, line: `reachable, but ${replicas} replicas connected and minReplicasAck is ${d.minReplicasAck}: every delivery would fail` };
+      : {
+          ok: false,
+          line: `reachable, but ${replicas} replicas connected and minReplicasAck is ${d.minReplicasAck}: every delivery would fail`,
+        };
   } finally {
     redis.disconnect();
   }

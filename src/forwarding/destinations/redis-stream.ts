@@ -29,7 +29,11 @@ export function openStreamRedis(d: RedisStreamDestination, timeoutMs: number): R
  * replicas confirm within the target's `timeoutMs`. A retry after a lost answer adds the entry again:
  * a consumer de-duplicates by the `id` field.
  */
-export function createRedisStreamTransport(target: Target, d: RedisStreamDestination, logger?: Logger): DeliveryTransport {
+export function createRedisStreamTransport(
+  target: Target,
+  d: RedisStreamDestination,
+  logger?: Logger,
+): DeliveryTransport {
   const notices = connectionNotices(logger, target.name, 'Redis stream');
   let redis: Redis | undefined;
   let lastError = '';
@@ -51,27 +55,45 @@ export function createRedisStreamTransport(target: Target, d: RedisStreamDestina
       const started = performance.now();
       const elapsed = () => Math.round(performance.now() - started);
       const stream = fillTemplate(d.stream, job.eventType);
-      const fields = ['id', job.eventId, 'type', job.eventType, 'timestamp', message.headers['webhook-timestamp'] ?? '', 'body', message.body];
+      const fields = [
+        'id',
+        job.eventId,
+        'type',
+        job.eventType,
+        'timestamp',
+        message.headers['webhook-timestamp'] ?? '',
+        'body',
+        message.body,
+      ];
       const signature = message.headers['webhook-signature'];
       if (signature !== undefined) fields.push('signature', signature);
       // Every header the message carries (content-type, x-webhook-environment, tracing …), as one JSON field.
       fields.push('headers', JSON.stringify(message.headers));
       try {
         const r = client();
-        const entry = d.maxLen === undefined ? await r.xadd(stream, '*', ...fields) : await r.xadd(stream, 'MAXLEN', '~', d.maxLen, '*', ...fields);
+        const entry =
+          d.maxLen === undefined
+            ? await r.xadd(stream, '*', ...fields)
+            : await r.xadd(stream, 'MAXLEN', '~', d.maxLen, '*', ...fields);
         if (d.minReplicasAck > 0) {
           const acked = await r.wait(d.minReplicasAck, target.timeoutMs);
           if (acked < d.minReplicasAck) {
-            throw brokerFailure('broker', `only ${acked} of ${d.minReplicasAck} replicas confirmed stream "${stream}" entry ${entry} within ${target.timeoutMs} ms (WAIT)`, elapsed());
+            throw brokerFailure(
+              'broker',
+              `only ${acked} of ${d.minReplicasAck} replicas confirmed stream "${stream}" entry ${entry} within ${target.timeoutMs} ms (WAIT)`,
+              elapsed(),
+            );
           }
         }
         return { latencyMs: elapsed(), confirmed: `stream ${stream} entry ${entry}` };
       } catch (err) {
         if (err instanceof Error && err.name.endsWith('DeliveryError')) throw err;
         const text = describeError(err);
-        if (/timed out/i.test(text)) throw brokerFailure('timeout', `no answer from Redis to XADD on stream "${stream}" (timeoutMs)`, elapsed());
+        if (/timed out/i.test(text))
+          throw brokerFailure('timeout', `no answer from Redis to XADD on stream "${stream}" (timeoutMs)`, elapsed());
         const cls = err instanceof Error && err.name === 'ReplyError' ? 'broker' : classifyClientError(err);
-        const why = /writeable|Connection is closed|max retries/i.test(text) && lastError ? `${text} (${lastError})` : text;
+        const why =
+          /writeable|Connection is closed|max retries/i.test(text) && lastError ? `${text} (${lastError})` : text;
         throw brokerFailure(cls, `XADD to Redis stream "${stream}" failed: ${why}`, elapsed());
       }
     },
