@@ -1,5 +1,8 @@
+import type { PostgresServer } from '../../src/demo/postgres-server';
 import type { RedisServer } from './redis-server';
 
 export default async function globalTeardown(): Promise<void> {
-  await (globalThis as { __redis?: RedisServer }).__redis?.stop();
+  const state = globalThis as { __redis?: RedisServer; __postgres?: PostgresServer };
+  await state.__redis?.stop();
+  await state.__postgres?.remove();
 }
