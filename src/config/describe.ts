@@ -28,9 +28,7 @@ export function maskSecrets(value: unknown, key = ''): unknown {
   if (Array.isArray(value)) return value.map((v) => maskSecrets(v));
   if (typeof value === 'string') return /^[a-z][a-z0-9+.-]*:\/\/[^/]*@/i.test(value) ? maskUrl(value) : value;
   if (typeof value !== 'object' || value === null) return value;
-  return Object.fromEntries(
-    Object.entries(value).map(([k, v]) => [k, key === 'headers' ? MASK : maskSecrets(v, k)]),
-  );
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, key === 'headers' ? MASK : maskSecrets(v, k)]));
 }
 
 /** Which Redis the configuration points at (the URL, the sentinels and master name, or the cluster nodes), without secrets. */

@@ -26,5 +26,8 @@ export function mistypedEnv(env: Record<string, string | undefined>): { variable
 
 /** The same, in words, as `config check` lists its warnings. */
 export function envWarnings(env: Record<string, string | undefined>): string[] {
-  return mistypedEnv(env).map(({ variable, didYouMean }) => `environment variable ${variable} is not a setting and is ignored; did you mean ${didYouMean}?`);
+  return mistypedEnv(env).map(
+    ({ variable, didYouMean }) =>
+      `environment variable ${variable} is not a setting and is ignored; did you mean ${didYouMean}?`,
+  );
 }

@@ -3,7 +3,11 @@ type Parse = (raw: string) => unknown;
 const text: Parse = (raw) => raw;
 const int: Parse = (raw) => (/^-?\d+$/.test(raw.trim()) ? Number(raw) : raw);
 const bool: Parse = (raw) => (raw === 'true' || raw === '1' ? true : raw === 'false' || raw === '0' ? false : raw);
-const list: Parse = (raw) => raw.split(',').map((s) => s.trim()).filter(Boolean);
+const list: Parse = (raw) =>
+  raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 const intOrList: Parse = (raw) => (/^\d+$/.test(raw.trim()) ? Number(raw) : list(raw));
 
 /** Environment variables that override the configuration, and the setting each one sets. */

@@ -1,7 +1,6 @@
 import { DEFAULT_ENVIRONMENT } from '../model/environments';
 import type { Config } from './schema';
 
-
 /** One platform environment's settings, the flat shorthand resolved. */
 export interface EnvironmentSettings {
   name: string;
@@ -25,12 +24,23 @@ export function environmentNames(c: Pick<Config, 'environments'>): string[] {
  */
 export function environmentsOf(c: EnvironmentConfig): EnvironmentSettings[] {
   if (!c.environments) {
-    return [{ name: DEFAULT_ENVIRONMENT, publicKeys: c.platformPublicKeys, ...defined({ appId: c.platformAppId, merchantId: c.merchantId }) }];
+    return [
+      {
+        name: DEFAULT_ENVIRONMENT,
+        publicKeys: c.platformPublicKeys,
+        ...defined({ appId: c.platformAppId, merchantId: c.merchantId }),
+      },
+    ];
   }
   return Object.entries(c.environments).map(([name, e]) => ({
     name,
     publicKeys: e.publicKeys,
-    ...defined({ appId: e.appId ?? c.platformAppId, merchantId: e.merchantId ?? c.merchantId, sourceCidrs: e.sourceCidrs, accept: e.accept }),
+    ...defined({
+      appId: e.appId ?? c.platformAppId,
+      merchantId: e.merchantId ?? c.merchantId,
+      sourceCidrs: e.sourceCidrs,
+      accept: e.accept,
+    }),
   }));
 }
 
@@ -42,7 +52,8 @@ export function environmentsOf(c: EnvironmentConfig): EnvironmentSettings[] {
 export function withTargetEnvironments(config: Config): { config: Config; defaulted: string[] } {
   const names = environmentNames(config);
   const fallback = names.length === 1 ? names : [DEFAULT_ENVIRONMENT];
-  const defaulted = names.length > 1 ? config.targets.filter((t) => t.environments === undefined).map((t) => t.name) : [];
+  const defaulted =
+    names.length > 1 ? config.targets.filter((t) => t.environments === undefined).map((t) => t.name) : [];
   const targets = config.targets.map((t) => (t.environments === undefined ? { ...t, environments: [...fallback] } : t));
   return { config: { ...config, targets }, defaulted };
 }

@@ -44,7 +44,10 @@ export interface PlatformEnvironment extends VerifierEnvironment {
  * only: the environment of a notification is the one whose key verified it, so a key listed under
  * two would make that answer depend on the order of the list.
  */
-export function loadEnvironments(config: Pick<Config, 'environments' | 'platformPublicKeys' | 'platformAppId' | 'merchantId'>, opts: LoadKeysOptions = {}): PlatformEnvironment[] {
+export function loadEnvironments(
+  config: Pick<Config, 'environments' | 'platformPublicKeys' | 'platformAppId' | 'merchantId'>,
+  opts: LoadKeysOptions = {},
+): PlatformEnvironment[] {
   const problems: string[] = [];
   const owners = new Map<string, { environment: string; source: string }>();
   const environments: PlatformEnvironment[] = [];
@@ -62,7 +65,9 @@ export function loadEnvironments(config: Pick<Config, 'environments' | 'platform
       const der = key.export({ type: 'spki', format: 'der' }).toString('base64');
       const owner = owners.get(der);
       if (owner && owner.environment !== settings.name) {
-        problems.push(`${source}: the same key is listed for environment ${owner.environment} (${owner.source}); a key belongs to one environment only`);
+        problems.push(
+          `${source}: the same key is listed for environment ${owner.environment} (${owner.source}); a key belongs to one environment only`,
+        );
       }
       owners.set(der, { environment: settings.name, source });
     }
@@ -74,7 +79,9 @@ export function loadEnvironments(config: Pick<Config, 'environments' | 'platform
       ...(settings.appId !== undefined ? { appId: settings.appId } : {}),
       ...(settings.merchantId !== undefined ? { merchantId: settings.merchantId } : {}),
       ...(sourceCidrs ? { sourceAllowed: createSourceAllowlist(sourceCidrs) } : {}),
-      ...(test ? { accept: (payload: unknown, merchantId: string | undefined) => test(filterDocument(payload, merchantId)) } : {}),
+      ...(test
+        ? { accept: (payload: unknown, merchantId: string | undefined) => test(filterDocument(payload, merchantId)) }
+        : {}),
     });
   }
   if (problems.length) throw new ConfigError(problems);
@@ -100,13 +107,23 @@ function loadKeyEntries(entries: readonly string[], setting: string, opts: LoadK
   return keys;
 }
 
-function warnAboutValidity(keys: readonly PlatformKey[], nowMs: number, warn: NonNullable<LoadKeysOptions['warn']>): void {
+function warnAboutValidity(
+  keys: readonly PlatformKey[],
+  nowMs: number,
+  warn: NonNullable<LoadKeysOptions['warn']>,
+): void {
   for (const { source, validity } of keys) {
     if (!validity) continue;
     if (nowMs > validity.notAfter.getTime()) {
-      warn('platform key certificate has expired; its key is still used: ask the platform for the current one', { source, notAfter: validity.notAfter.toISOString() });
+      warn('platform key certificate has expired; its key is still used: ask the platform for the current one', {
+        source,
+        notAfter: validity.notAfter.toISOString(),
+      });
     } else if (nowMs < validity.notBefore.getTime()) {
-      warn('platform key certificate is not valid yet; its key is used already', { source, notBefore: validity.notBefore.toISOString() });
+      warn('platform key certificate is not valid yet; its key is used already', {
+        source,
+        notBefore: validity.notBefore.toISOString(),
+      });
     }
   }
 }

@@ -15,7 +15,8 @@ type Env = Record<string, string | undefined>;
 type Path = readonly (string | number)[];
 
 /** Where a setting's value came from: an environment variable, the CONFIG_FILE, or the defaults. */
-export type SettingOrigin = { kind: 'env'; name: string; path: readonly string[] } | { kind: 'file'; file: string } | { kind: 'default' };
+export type SettingOrigin =
+  { kind: 'env'; name: string; path: readonly string[] } | { kind: 'file'; file: string } | { kind: 'default' };
 
 export interface LoadedConfig {
   config: Config;
@@ -72,7 +73,11 @@ export function keyPath(p: Path): string {
 /** One problem, naming the setting the way the operator wrote it: the variable, or the key and its file. */
 export function describeProblem(p: Path, message: string, origin: SettingOrigin): string {
   // An item of a list variable is named by its position: PLATFORM_SOURCE_CIDRS[1].
-  if (origin.kind === 'env') return `${origin.name}${p.slice(origin.path.length).map((k) => `[${k}]`).join('')}: ${message}`;
+  if (origin.kind === 'env')
+    return `${origin.name}${p
+      .slice(origin.path.length)
+      .map((k) => `[${k}]`)
+      .join('')}: ${message}`;
   if (origin.kind === 'file') return `${keyPath(p)}: ${message} (in ${origin.file})`;
   return `${keyPath(p)}: ${message}`;
 }
@@ -90,7 +95,8 @@ export function loadConfigDetailed(env: Env, defaultsFile = DEFAULTS_FILE): Load
   const originOf = (p: Path): SettingOrigin => {
     // Later sources win, so look in the order env, file, defaults.
     for (const [name, setting] of Object.entries(ENV_SETTINGS)) {
-      if (env[name] !== undefined && env[name] !== '' && startsWith(p, setting.path)) return { kind: 'env', name, path: setting.path };
+      if (env[name] !== undefined && env[name] !== '' && startsWith(p, setting.path))
+        return { kind: 'env', name, path: setting.path };
     }
     if (configFile && p.length > 0 && has(fromFile, p[0] as string)) return { kind: 'file', file: configFile };
     return { kind: 'default' };
@@ -99,22 +105,37 @@ export function loadConfigDetailed(env: Env, defaultsFile = DEFAULTS_FILE): Load
   const problems = [
     ...findUnknownKeys(configSchema, defaults).map((u) => ({ ...u, file: defaultsFile })),
     ...(configFile ? findUnknownKeys(configSchema, fromFile).map((u) => ({ ...u, file: configFile })) : []),
-  ].map((u) => describeProblem(u.path, `unknown setting${u.suggestion ? `; did you mean ${u.suggestion}?` : ''}`, { kind: 'file', file: u.file }));
+  ].map((u) =>
+    describeProblem(u.path, `unknown setting${u.suggestion ? `; did you mean ${u.suggestion}?` : ''}`, {
+      kind: 'file',
+      file: u.file,
+    }),
+  );
 
   const raw = merge(merge(defaults, fromFile), envOverrides(env));
   const result = configSchema.safeParse(raw);
   if (!result.success) {
     for (const issue of result.error.issues) {
-      const message = issue.message.replace(/^Invalid input: expected (.+), received undefined$/, 'missing (expected $1)');
+      const message = issue.message.replace(
+        /^Invalid input: expected (.+), received undefined$/,
+        'missing (expected $1)',
+      );
       problems.push(describeProblem(issue.path as Path, message, originOf(issue.path as Path)));
     }
   }
   if (problems.length || !result.success) throw new ConfigError(problems);
   const { config, defaulted } = withTargetEnvironments(result.data);
   const unreadable = readTransformSources(config.targets);
-  if (unreadable.length) throw new ConfigError(unreadable.map((u) => describeProblem(['targets', u.index, 'transform'], u.message, originOf(['targets', u.index, 'transform']))));
+  if (unreadable.length)
+    throw new ConfigError(
+      unreadable.map((u) =>
+        describeProblem(['targets', u.index, 'transform'], u.message, originOf(['targets', u.index, 'transform'])),
+      ),
+    );
   const warnings = defaulted.length
-    ? [`targets ${defaulted.join(', ')} name no environments: with several configured they take production events only; say environments: [...] to choose`]
+    ? [
+        `targets ${defaulted.join(', ')} name no environments: with several configured they take production events only; say environments: [...] to choose`,
+      ]
     : [];
   return { config, warnings, ...(configFile ? { configFile } : {}), originOf };
 }

@@ -50,11 +50,17 @@ export function checkRedisSettings(c: RedisSettingsInput, ctx: z.RefinementCtx):
   const cluster = (c.redisClusterNodes ?? []).length > 0;
   const problem = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
   if (sentinels && cluster) {
-    problem('redisClusterNodes', 'set at most one of REDIS_SENTINELS (redisSentinels) and REDIS_CLUSTER_NODES (redisClusterNodes)');
+    problem(
+      'redisClusterNodes',
+      'set at most one of REDIS_SENTINELS (redisSentinels) and REDIS_CLUSTER_NODES (redisClusterNodes)',
+    );
   }
-  if (sentinels && !c.redisSentinelMaster) problem('redisSentinelMaster', 'REDIS_SENTINEL_MASTER (redisSentinelMaster) is required with REDIS_SENTINELS');
-  if (!sentinels && c.redisSentinelMaster) problem('redisSentinelMaster', 'applies only with REDIS_SENTINELS (redisSentinels)');
-  if (!sentinels && c.redisSentinelPassword) problem('redisSentinelPassword', 'applies only with REDIS_SENTINELS (redisSentinels)');
+  if (sentinels && !c.redisSentinelMaster)
+    problem('redisSentinelMaster', 'REDIS_SENTINEL_MASTER (redisSentinelMaster) is required with REDIS_SENTINELS');
+  if (!sentinels && c.redisSentinelMaster)
+    problem('redisSentinelMaster', 'applies only with REDIS_SENTINELS (redisSentinels)');
+  if (!sentinels && c.redisSentinelPassword)
+    problem('redisSentinelPassword', 'applies only with REDIS_SENTINELS (redisSentinels)');
   if ((c.redisTlsCertFile === undefined) !== (c.redisTlsKeyFile === undefined)) {
     problem('redisTlsKeyFile', 'REDIS_TLS_CERT_FILE and REDIS_TLS_KEY_FILE go together');
   }

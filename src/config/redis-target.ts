@@ -15,7 +15,8 @@ export type RedisTarget = Auth & { description: string } & (
     | { kind: 'cluster'; nodes: HostPort[] }
   );
 
-const list = (nodes: readonly HostPort[]) => nodes.map((n) => (n.host.includes(':') ? `[${n.host}]:${n.port}` : `${n.host}:${n.port}`)).join(',');
+const list = (nodes: readonly HostPort[]) =>
+  nodes.map((n) => (n.host.includes(':') ? `[${n.host}]:${n.port}` : `${n.host}:${n.port}`)).join(',');
 
 export function redisTarget(config: Config): RedisTarget {
   const tlsFiles = Boolean(config.redisTlsCaFile || config.redisTlsCertFile);
@@ -34,7 +35,13 @@ export function redisTarget(config: Config): RedisTarget {
   }
   if (config.redisClusterNodes?.length) {
     const tls = config.redisTls === true || tlsFiles;
-    return { kind: 'cluster', nodes: config.redisClusterNodes, ...explicit, tls, description: `cluster via ${list(config.redisClusterNodes)}${tls ? ' (TLS)' : ''}` };
+    return {
+      kind: 'cluster',
+      nodes: config.redisClusterNodes,
+      ...explicit,
+      tls,
+      description: `cluster via ${list(config.redisClusterNodes)}${tls ? ' (TLS)' : ''}`,
+    };
   }
   const url = new URL(config.redisUrl);
   const tls = url.protocol === 'rediss:' || config.redisTls === true || tlsFiles;

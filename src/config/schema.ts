@@ -7,7 +7,12 @@ import { checkRedisSettings, redisSettingsShape } from './redis-schema';
 import { parseSubnet } from '../model/subnets';
 
 const ms = z.number().int().nonnegative();
-const subnet = z.string().refine((s) => parseSubnet(s) !== undefined, 'must be an IPv4 or IPv6 address or CIDR, like 203.0.113.0/24 or 2001:db8::/32');
+const subnet = z
+  .string()
+  .refine(
+    (s) => parseSubnet(s) !== undefined,
+    'must be an IPv4 or IPv6 address or CIDR, like 203.0.113.0/24 or 2001:db8::/32',
+  );
 /** proxy-addr's names for ranges, as Express's `trust proxy` takes them. */
 const PROXY_RANGE_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
 const TRUST_PROXY_HOP_COUNT =
@@ -30,7 +35,11 @@ const environmentSchema = z.object({
    * A query in the target-filter syntax over the body plus `merchantId` that every notification of
    * this environment must match; one that does not is acknowledged and quarantined (`not_accepted`).
    */
-  accept: z.record(z.string(), z.unknown(), { error: 'must be a mapping of fields to conditions, e.g. { "data.merchant_no": { $in: [M100023] } }' }).optional(),
+  accept: z
+    .record(z.string(), z.unknown(), {
+      error: 'must be a mapping of fields to conditions, e.g. { "data.merchant_no": { $in: [M100023] } }',
+    })
+    .optional(),
 });
 
 /**
@@ -44,7 +53,10 @@ const adminPrincipalSchema = z
     password: z.string().min(12, 'must be at least 12 characters').optional(),
     token: z.string().min(16, 'must be at least 16 characters').optional(),
   })
-  .refine((p) => (p.password === undefined) !== (p.token === undefined), 'give a password (basic auth) or a token (bearer), one of them');
+  .refine(
+    (p) => (p.password === undefined) !== (p.token === undefined),
+    'give a password (basic auth) or a token (bearer), one of them',
+  );
 
 /** Every setting of the service; defaults live in config/default.yaml. */
 export const configSchema = z
@@ -62,7 +74,12 @@ export const configSchema = z
      * The platform's environments by name, each with its own keys. Absent: one environment named
      * `production` made of the flat settings (platformPublicKeys, platformAppId, merchantId).
      */
-    environments: z.record(z.string().regex(/^[a-z0-9_-]{1,40}$/, 'lower-case letters, digits, _ and -, at most 40'), environmentSchema).optional(),
+    environments: z
+      .record(
+        z.string().regex(/^[a-z0-9_-]{1,40}$/, 'lower-case letters, digits, _ and -, at most 40'),
+        environmentSchema,
+      )
+      .optional(),
     signatureHeaderPrefix: z
       .string()
       .regex(/^[A-Za-z0-9-]+$/, 'letters, digits and dashes only')
@@ -98,8 +115,18 @@ export const configSchema = z
      */
     trustProxy: z
       .array(
-        z.string().refine((s) => PROXY_RANGE_NAMES.includes(s) || parseSubnet(s) !== undefined, `must be an address, a CIDR, or one of ${PROXY_RANGE_NAMES.join(', ')}`),
-        { error: (issue) => (typeof issue.input === 'number' ? TRUST_PROXY_HOP_COUNT : `must be the proxies' addresses or CIDRs (or ${PROXY_RANGE_NAMES.join(', ')})`) },
+        z
+          .string()
+          .refine(
+            (s) => PROXY_RANGE_NAMES.includes(s) || parseSubnet(s) !== undefined,
+            `must be an address, a CIDR, or one of ${PROXY_RANGE_NAMES.join(', ')}`,
+          ),
+        {
+          error: (issue) =>
+            typeof issue.input === 'number'
+              ? TRUST_PROXY_HOP_COUNT
+              : `must be the proxies' addresses or CIDRs (or ${PROXY_RANGE_NAMES.join(', ')})`,
+        },
       )
       .optional(),
     logLevel: z.enum(['error', 'warn', 'info', 'http', 'verbose', 'debug', 'silly']),
@@ -150,37 +177,66 @@ export const configSchema = z
   .superRefine((c, ctx) => {
     checkRedisSettings(c, ctx);
     if (c.role !== 'worker' && c.platformPublicKeys.length === 0 && c.environments === undefined) {
-      ctx.addIssue({ code: 'custom', path: ['platformPublicKeys'], message: 'at least one platform public key is required (PLATFORM_PUBLIC_KEYS)' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['platformPublicKeys'],
+        message: 'at least one platform public key is required (PLATFORM_PUBLIC_KEYS)',
+      });
     }
     checkEnvironments(c, ctx);
     const names = c.targets.map((t) => t.name);
     names.forEach((name, i) => {
-      if (names.indexOf(name) !== i) ctx.addIssue({ code: 'custom', path: ['targets', i, 'name'], message: `target name "${name}" is used twice` });
+      if (names.indexOf(name) !== i)
+        ctx.addIssue({ code: 'custom', path: ['targets', i, 'name'], message: `target name "${name}" is used twice` });
     });
     if ((c.adminUser === undefined) !== (c.adminPassword === undefined)) {
       ctx.addIssue({ code: 'custom', path: ['adminPassword'], message: 'ADMIN_USER and ADMIN_PASSWORD go together' });
     }
     // A name is a principal (`basic:<name>`, `token:<name>`) in the audit log, so it must say who acted.
-    const principalNames = [...(c.adminUser ? [`basic:${c.adminUser}`] : []), ...c.adminPrincipals.map((p) => `${p.password !== undefined ? 'basic' : 'token'}:${p.name}`)];
+    const principalNames = [
+      ...(c.adminUser ? [`basic:${c.adminUser}`] : []),
+      ...c.adminPrincipals.map((p) => `${p.password !== undefined ? 'basic' : 'token'}:${p.name}`),
+    ];
     c.adminPrincipals.forEach((p, i) => {
       if (principalNames.indexOf(principalNames[i + (c.adminUser ? 1 : 0)]!) !== i + (c.adminUser ? 1 : 0)) {
-        ctx.addIssue({ code: 'custom', path: ['adminPrincipals', i, 'name'], message: `principal "${p.name}" is named twice (ADMIN_USER counts)` });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['adminPrincipals', i, 'name'],
+          message: `principal "${p.name}" is named twice (ADMIN_USER counts)`,
+        });
       }
     });
     if (c.signatureSchemes.includes('legacy') && !c.merchantId) {
       for (const [name, env] of Object.entries(c.environments ?? { [DEFAULT_ENVIRONMENT]: {} })) {
-        if (!env.merchantId) ctx.addIssue({ code: 'custom', path: c.environments ? ['environments', name, 'merchantId'] : ['merchantId'], message: 'MERCHANT_ID is required when the legacy scheme is enabled' });
+        if (!env.merchantId)
+          ctx.addIssue({
+            code: 'custom',
+            path: c.environments ? ['environments', name, 'merchantId'] : ['merchantId'],
+            message: 'MERCHANT_ID is required when the legacy scheme is enabled',
+          });
       }
     }
     if (c.unverifiedBodyBudgetBytes < c.bodyLimitBytes) {
-      ctx.addIssue({ code: 'custom', path: ['unverifiedBodyBudgetBytes'], message: 'must be at least bodyLimitBytes, or a body at the limit could never be received' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['unverifiedBodyBudgetBytes'],
+        message: 'must be at least bodyLimitBytes, or a body at the limit could never be received',
+      });
     }
     // Node refuses to start a server whose header timeout outlasts its request timeout.
     if (c.http.headersTimeoutMs > c.http.requestTimeoutMs) {
-      ctx.addIssue({ code: 'custom', path: ['http', 'headersTimeoutMs'], message: 'must not exceed http.requestTimeoutMs' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['http', 'headersTimeoutMs'],
+        message: 'must not exceed http.requestTimeoutMs',
+      });
     }
     if (c.admin.headersTimeoutMs > c.admin.requestTimeoutMs) {
-      ctx.addIssue({ code: 'custom', path: ['admin', 'headersTimeoutMs'], message: 'must not exceed admin.requestTimeoutMs' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['admin', 'headersTimeoutMs'],
+        message: 'must not exceed admin.requestTimeoutMs',
+      });
     }
     // A replay is recognised by the de-duplication key, so it must outlive the timestamp window twice over.
     if (c.dedupWindowMs < 2 * c.timestampToleranceMs) {
@@ -199,23 +255,46 @@ type ConfigInput = Pick<Config, 'environments' | 'platformPublicKeys' | 'targets
  */
 function checkEnvironments(c: ConfigInput, ctx: z.RefinementCtx): void {
   if (c.environments !== undefined) {
-    if (Object.keys(c.environments).length === 0) ctx.addIssue({ code: 'custom', path: ['environments'], message: 'name at least one environment, or leave environments out' });
+    if (Object.keys(c.environments).length === 0)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['environments'],
+        message: 'name at least one environment, or leave environments out',
+      });
     if (c.platformPublicKeys.length > 0) {
-      ctx.addIssue({ code: 'custom', path: ['platformPublicKeys'], message: 'is the shorthand for one environment named production; with environments configured, list each environment\'s keys there' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['platformPublicKeys'],
+        message:
+          "is the shorthand for one environment named production; with environments configured, list each environment's keys there",
+      });
     }
     for (const [name, env] of Object.entries(c.environments)) {
       for (const problem of env.accept ? filterProblems(env.accept) : []) {
-        ctx.addIssue({ code: 'custom', path: ['environments', name, 'accept'], message: `environment "${name}": ${problem}` });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['environments', name, 'accept'],
+          message: `environment "${name}": ${problem}`,
+        });
       }
     }
   }
   const names = environmentNames(c);
   c.targets.forEach((t, i) => {
     for (const env of t.environments ?? []) {
-      if (!names.includes(env)) ctx.addIssue({ code: 'custom', path: ['targets', i, 'environments'], message: `target "${t.name}": no environment named "${env}" (configured: ${names.join(', ')})` });
+      if (!names.includes(env))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['targets', i, 'environments'],
+          message: `target "${t.name}": no environment named "${env}" (configured: ${names.join(', ')})`,
+        });
     }
     if (t.environments === undefined && names.length > 1 && !names.includes(DEFAULT_ENVIRONMENT)) {
-      ctx.addIssue({ code: 'custom', path: ['targets', i, 'environments'], message: `target "${t.name}": with several environments and none named ${DEFAULT_ENVIRONMENT}, say which it takes, e.g. environments: [${names[0]}]` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['targets', i, 'environments'],
+        message: `target "${t.name}": with several environments and none named ${DEFAULT_ENVIRONMENT}, say which it takes, e.g. environments: [${names[0]}]`,
+      });
     }
   });
 }

@@ -12,8 +12,16 @@ export interface UnknownKey {
 function unwrap(schema: z.ZodType): z.ZodType {
   let s = schema;
   for (let i = 0; i < 20; i++) {
-    if (s instanceof z.ZodOptional || s instanceof z.ZodNullable || s instanceof z.ZodDefault || s instanceof z.ZodPrefault
-      || s instanceof z.ZodReadonly || s instanceof z.ZodNonOptional || s instanceof z.ZodCatch) s = s.unwrap() as z.ZodType;
+    if (
+      s instanceof z.ZodOptional ||
+      s instanceof z.ZodNullable ||
+      s instanceof z.ZodDefault ||
+      s instanceof z.ZodPrefault ||
+      s instanceof z.ZodReadonly ||
+      s instanceof z.ZodNonOptional ||
+      s instanceof z.ZodCatch
+    )
+      s = s.unwrap() as z.ZodType;
     else if (s instanceof z.ZodPipe) s = s.in as z.ZodType;
     else if (s instanceof z.ZodLazy) s = s.unwrap() as z.ZodType;
     else return s;
