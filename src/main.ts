@@ -76,7 +76,8 @@ async function main(): Promise<void> {
     const boundMs = config.shutdownTimeoutMs + config.worker.shutdownTimeoutMs + SHUTDOWN_MARGIN_MS;
     setTimeout(() => {
       logger.error(
-        'shutdown did not finish in time (is Redis reachable?); exiting anyway: in-flight deliveries are picked up again after their lock expires',
+        'shutdown did not finish in time (is Redis reachable?); exiting anyway: in-flight deliveries are picked up ' +
+          'again after their lock expires',
         { boundMs },
       );
       process.exit(1);

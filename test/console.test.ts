@@ -35,8 +35,8 @@ describe('the console without a script', () => {
     expect(res.headers['content-type']).toMatch(/text\/html/);
     expect(res.headers['content-security-policy']).toMatch(/default-src 'self'/);
     expect(res.text).toContain(`href="/admin/console/events/${w.eventId}"`);
-    expect(res.text).toMatch(/<td>ledger<\/td><td><span class="badge s-delivered">delivered<\/span>/);
-    expect(res.text).toMatch(/<td>erp<\/td><td><span class="badge s-dead_letter">dead letter<\/span>/);
+    expect(res.text).toMatch(/<td>ledger<\/td>\s*<td><span class="badge s-delivered">delivered<\/span>/);
+    expect(res.text).toMatch(/<td>erp<\/td>\s*<td><span class="badge s-dead_letter">dead letter<\/span>/);
     expect(res.text).not.toMatch(/<script>/); // no inline script: the page reads without one
   });
 
@@ -77,10 +77,10 @@ describe('the console without a script', () => {
   it('the targets page counts each target’s deliveries and dead letters and links to them', async () => {
     const res = await asOperator(request(w.f.admin).get('/admin/console/targets')).expect(200);
     expect(res.text).toMatch(
-      /<th scope="row">erp<br><span class="muted">http:\/\/127\.0\.0\.1:\d+\/[^<]*<\/span><\/th>\s*<td>no<\/td>\s*<td>0<\/td>\s*<td>1<\/td>/,
+      /<th scope="row">erp<br \/><span class="muted">http:\/\/127\.0\.0\.1:\d+\/[^<]*<\/span><\/th>\s*<td>no<\/td>\s*<td>0<\/td>\s*<td>1<\/td>/,
     );
     expect(res.text).toMatch(
-      /<th scope="row">ledger<br><span class="muted">http:\/\/127\.0\.0\.1:\d+\/[^<]*<\/span><\/th>\s*<td>no<\/td>\s*<td>1<\/td>\s*<td>0<\/td>/,
+      /<th scope="row">ledger<br \/><span class="muted">http:\/\/127\.0\.0\.1:\d+\/[^<]*<\/span><\/th>\s*<td>no<\/td>\s*<td>1<\/td>\s*<td>0<\/td>/,
     );
     expect(res.text).toContain('href="/admin/console/events?target=erp&amp;state=dead_letter"');
   });

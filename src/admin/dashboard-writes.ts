@@ -70,7 +70,8 @@ export function dashboardWrites(opts: DashboardWriteOptions) {
       return void res.status(403).json({
         error: 'read_only',
         message:
-          'the dashboard is read-only: use the admin API or the CLI (ADMIN_READ_ONLY_DASHBOARD=false turns dashboard writes on)',
+          'the dashboard is read-only: use the admin API or the CLI (ADMIN_READ_ONLY_DASHBOARD=false turns dashboard ' +
+          'writes on)',
       });
     }
     let answer: unknown;

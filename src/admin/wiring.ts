@@ -45,7 +45,8 @@ export function wireAdmin(
 
   if (!config.adminReadOnlyDashboard) {
     logger.warn(
-      'admin dashboard writes are ON (ADMIN_READ_ONLY_DASHBOARD=false): whoever holds the admin credential can add, retry, clean and remove jobs from the dashboard; every write is audited',
+      'admin dashboard writes are ON (ADMIN_READ_ONLY_DASHBOARD=false): whoever holds the admin credential can add, ' +
+        'retry, clean and remove jobs from the dashboard; every write is audited',
     );
   }
   return createAdminApp({

@@ -15,8 +15,10 @@ export class DefaultsNotChosenError extends ServiceError {
   readonly status = 400;
   constructor() {
     super(
-      'this command reads and changes the queues in Redis, but none of CONFIG_FILE, the REDIS_* settings (REDIS_URL, …) or ' +
-        'QUEUE_PREFIX is set, so it would act on the defaults (redis://127.0.0.1:6379, prefix whr). Set them as the service ' +
+      'this command reads and changes the queues in Redis, but none of CONFIG_FILE, the REDIS_* settings (REDIS_URL, ' +
+        '…) or ' +
+        'QUEUE_PREFIX is set, so it would act on the defaults (redis://127.0.0.1:6379, prefix whr). Set them as the ' +
+        'service ' +
         'has them, or pass --defaults to use the defaults on purpose.',
     );
   }

@@ -27,7 +27,8 @@ test notifications:
       --app-id ID                    send <prefix>-appid
       --merchant-id ID               merchant id signed by the legacy scheme
       --sub-merchant ID              send X-Merch-Id
-      --environment NAME             the receiver's environment of the signing key, for the event id printed (default production)
+      --environment NAME             the receiver's environment of the signing key, for the event id printed
+                                     (default production)
       --times N                      send the identical request N times (default 1)
 
 configuration:
@@ -124,11 +125,8 @@ async function dispatch(argv: string[], io: CliIo): Promise<number> {
       io.out(USAGE);
       return 0;
   }
-  io.out(
-    command === undefined
-      ? USAGE
-      : `unknown command "${command === 'config' || command === 'transform' ? `${command} ${rest.join(' ')}`.trim() : command}"\n${USAGE}`,
-  );
+  const spoken = command === 'config' || command === 'transform' ? `${command} ${rest.join(' ')}`.trim() : command;
+  io.out(command === undefined ? USAGE : `unknown command "${spoken}"\n${USAGE}`);
   return 2;
 }
 
@@ -177,7 +175,8 @@ async function sendCommand(args: string[], io: CliIo): Promise<number> {
     });
     for (const r of results) {
       io.out(
-        `${r.type.padEnd(26)} ${r.status} ${r.body}  event ${r.eventId}${r.requestId ? `  request_id ${r.requestId}` : ''}`,
+        `${r.type.padEnd(26)} ${r.status} ${r.body}  event ` +
+          `${r.eventId}${r.requestId ? `  request_id ${r.requestId}` : ''}`,
       );
       if (r.status !== 200) failed = true;
     }

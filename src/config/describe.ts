@@ -31,7 +31,10 @@ export function maskSecrets(value: unknown, key = ''): unknown {
   return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, key === 'headers' ? MASK : maskSecrets(v, k)]));
 }
 
-/** Which Redis the configuration points at (the URL, the sentinels and master name, or the cluster nodes), without secrets. */
+/**
+ * Which Redis the configuration points at (the URL, the sentinels and master name, or the cluster nodes), without
+ * secrets.
+ */
 export function describeRedis(config: Config): string {
   return redisTarget(config).description;
 }

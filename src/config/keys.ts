@@ -66,7 +66,8 @@ export function loadEnvironments(
       const owner = owners.get(der);
       if (owner && owner.environment !== settings.name) {
         problems.push(
-          `${source}: the same key is listed for environment ${owner.environment} (${owner.source}); a key belongs to one environment only`,
+          `${source}: the same key is listed for environment ${owner.environment} (${owner.source}); a key belongs ` +
+            `to one environment only`,
         );
       }
       owners.set(der, { environment: settings.name, source });

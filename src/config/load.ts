@@ -134,7 +134,8 @@ export function loadConfigDetailed(env: Env, defaultsFile = DEFAULTS_FILE): Load
     );
   const warnings = defaulted.length
     ? [
-        `targets ${defaulted.join(', ')} name no environments: with several configured they take production events only; say environments: [...] to choose`,
+        `targets ${defaulted.join(', ')} name no environments: with several configured they take production events ` +
+          `only; say environments: [...] to choose`,
       ]
     : [];
   return { config, warnings, ...(configFile ? { configFile } : {}), originOf };

@@ -30,7 +30,8 @@ export function redisTarget(config: Config): RedisTarget {
       sentinelPassword: config.redisSentinelPassword,
       ...explicit,
       tls,
-      description: `sentinel master "${config.redisSentinelMaster}" via ${list(config.redisSentinels)}${tls ? ' (TLS)' : ''}`,
+      description:
+        `sentinel master "${config.redisSentinelMaster}" via ` + `${list(config.redisSentinels)}${tls ? ' (TLS)' : ''}`,
     };
   }
   if (config.redisClusterNodes?.length) {

@@ -16,7 +16,8 @@ const subnet = z
 /** proxy-addr's names for ranges, as Express's `trust proxy` takes them. */
 const PROXY_RANGE_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
 const TRUST_PROXY_HOP_COUNT =
-  "a hop count is refused: it would believe X-Forwarded-For from any sender that reaches the receiver directly; give the proxies' addresses or CIDRs (or loopback, linklocal, uniquelocal)";
+  'a hop count is refused: it would believe X-Forwarded-For from any sender that reaches the receiver directly; give ' +
+  "the proxies' addresses or CIDRs (or loopback, linklocal, uniquelocal)";
 
 /**
  * One of the platform's environments (sandbox, production, European production): the keys that sign
@@ -162,7 +163,9 @@ export const configSchema = z
      */
     adminPrincipals: z.array(adminPrincipalSchema),
     adminReadOnlyDashboard: z.boolean(),
-    /** Whether an operator may replay a quarantined notification with a corrected body (forwarded marked `corrected`). */
+    /**
+     * Whether an operator may replay a quarantined notification with a corrected body (forwarded marked `corrected`).
+     */
     adminAllowCorrections: z.boolean(),
     /** The admin port's server timeouts, apart from the public port's. */
     admin: z.object({
@@ -266,7 +269,8 @@ function checkEnvironments(c: ConfigInput, ctx: z.RefinementCtx): void {
         code: 'custom',
         path: ['platformPublicKeys'],
         message:
-          "is the shorthand for one environment named production; with environments configured, list each environment's keys there",
+          'is the shorthand for one environment named production; with environments configured, list each ' +
+          "environment's keys there",
       });
     }
     for (const [name, env] of Object.entries(c.environments)) {
@@ -293,7 +297,9 @@ function checkEnvironments(c: ConfigInput, ctx: z.RefinementCtx): void {
       ctx.addIssue({
         code: 'custom',
         path: ['targets', i, 'environments'],
-        message: `target "${t.name}": with several environments and none named ${DEFAULT_ENVIRONMENT}, say which it takes, e.g. environments: [${names[0]}]`,
+        message:
+          `target "${t.name}": with several environments and none named ${DEFAULT_ENVIRONMENT}, say which it ` +
+          `takes, e.g. environments: [${names[0]}]`,
       });
     }
   });

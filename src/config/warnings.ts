@@ -26,14 +26,16 @@ export function configWarnings(config: Config): string[] {
     const unrouted = EVENT_TYPES.filter((type) => !config.targets.some((t) => subscribes(t, type)));
     if (unrouted.length) {
       warnings.push(
-        `no target subscribes to ${unrouted.join(', ')}: such events are acknowledged and kept as failed jobs of their queue (webhook_unrouted_events_total), never forwarded`,
+        `no target subscribes to ${unrouted.join(', ')}: such events are acknowledged and kept as failed jobs of ` +
+          `their queue (webhook_unrouted_events_total), never forwarded`,
       );
     }
   }
   for (const t of config.targets) {
     if (t.url !== undefined && new URL(t.url).protocol === 'http:')
       warnings.push(
-        `target ${t.name} uses http:// (${t.url}): events and their headers cross the network unencrypted; use https:// unless it stays on this host`,
+        `target ${t.name} uses http:// (${t.url}): events and their headers cross the network unencrypted; use ` +
+          `https:// unless it stays on this host`,
       );
     if (
       t.destination &&
@@ -41,7 +43,9 @@ export function configWarnings(config: Config): string[] {
       !destinationUrls(t.destination).every((u) => isLoopbackUrl(new URL(u)))
     ) {
       warnings.push(
-        `target ${t.name} publishes to its ${t.destination.type} broker without TLS: events, their signatures and the broker credentials cross the network unencrypted; use amqps://, tls:// or rediss:// unless the broker stays on this host`,
+        `target ${t.name} publishes to its ${t.destination.type} broker without TLS: events, their signatures and ` +
+          `the broker credentials cross the network unencrypted; use amqps://, tls:// or rediss:// unless the broker ` +
+          `stays on this host`,
       );
     }
   }
@@ -49,13 +53,16 @@ export function configWarnings(config: Config): string[] {
     for (const env of environmentsOf(config)) {
       if (!isProduction(env.name) || env.accept) continue;
       warnings.push(
-        `environment ${env.name} has neither an accept rule nor a secret CALLBACK_BASE_PATH (a segment of 16+ random letters and digits): the platform's key signs every merchant's notifications, so another merchant's genuine ones verify here too (docs/security.md, "Whose notification it is")`,
+        `environment ${env.name} has neither an accept rule nor a secret CALLBACK_BASE_PATH (a segment of 16+ random ` +
+          `letters and digits): the platform's key signs every merchant's notifications, so another merchant's ` +
+          `genuine ones verify here too (docs/security.md, "Whose notification it is")`,
       );
     }
   }
   if (config.signatureSchemes.includes('legacy')) {
     warnings.push(
-      'the legacy v1.2 signature scheme is on: its signature covers neither the path nor a nonce; turn it off (SIGNATURE_SCHEMES=current) once the platform sends only the current scheme',
+      'the legacy v1.2 signature scheme is on: its signature covers neither the path nor a nonce; turn it off ' +
+        '(SIGNATURE_SCHEMES=current) once the platform sends only the current scheme',
     );
   }
   return warnings;

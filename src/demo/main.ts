@@ -55,7 +55,8 @@ async function main(): Promise<number> {
     if (await isRedisReachable(redisUrl)) {
       const removed = await resetPrefix(redisUrl, keyPrefix(DEMO_PREFIX));
       say(
-        `using the Redis at ${redisUrl}; the demo's keys live under ${keyPrefix(DEMO_PREFIX)}: (${removed} left from an earlier run removed; removed again at exit)`,
+        `using the Redis at ${redisUrl}; the demo's keys live under ${keyPrefix(DEMO_PREFIX)}: (${removed} left from ` +
+          `an earlier run removed; removed again at exit)`,
       );
       const shared = redisUrl;
       cleanups.push(async () => {
@@ -150,13 +151,15 @@ async function main(): Promise<number> {
         say(`the service exited with code ${code}: see ${path.relative(process.cwd(), logFile)}`);
     });
     say(
-      `the service's own JSON log lines go to ${path.relative(process.cwd(), logFile)} (tail -f it in another terminal), not here`,
+      `the service's own JSON log lines go to ${path.relative(process.cwd(), logFile)} (tail -f it in another ` +
+        `terminal), not here`,
     );
 
     const url = `http://127.0.0.1:${port}`;
     await waitForHealth(url);
     say(
-      `service is up at ${url}, forwarding to the merchant system (every type) and the ledger (payment.result); sending signed samples:`,
+      `service is up at ${url}, forwarding to the merchant system (every type) and the ledger (payment.result); ` +
+        `sending signed samples:`,
     );
 
     const base: SendOptions = {
@@ -171,7 +174,8 @@ async function main(): Promise<number> {
     const rows: string[] = [];
     const row = (label: string, scheme: string, r: SendResult, note = `${r.status} ${r.body}`) =>
       rows.push(
-        `${label.padEnd(28)} ${scheme.padEnd(8)} ${note}\n${''.padEnd(38)}event ${r.eventId}${r.requestId ? `  request_id ${r.requestId}` : ''}`,
+        `${label.padEnd(28)} ${scheme.padEnd(8)} ${note}\n${''.padEnd(38)}event ` +
+          `${r.eventId}${r.requestId ? `  request_id ${r.requestId}` : ''}`,
       );
     for (const type of EVENT_TYPES) {
       for (const r of await sendNotification(type, base)) {
@@ -209,12 +213,14 @@ async function main(): Promise<number> {
       await queue.close();
     }
     say(
-      `the merchant system received ${merchantSystem.received()} events for ${expected + 1} notifications sent (the replay was queued once)`,
+      `the merchant system received ${merchantSystem.received()} events for ${expected + 1} notifications sent (the ` +
+        `replay was queued once)`,
     );
     const [deadId, retriedId] = refusals;
     if (!deadId || !retriedId) throw new Error('the ledger did not see two payment.result events');
     say(
-      `the ledger refused payment.result ${deadId} twice (a dead letter) and ${retriedId} once (delivered on the retry)`,
+      `the ledger refused payment.result ${deadId} twice (a dead letter) and ${retriedId} once (delivered on the ` +
+        `retry)`,
     );
 
     const adminUrl = `http://127.0.0.1:${adminPort}`;
@@ -231,7 +237,8 @@ async function main(): Promise<number> {
 
     if (exitWhenDone) {
       say(
-        'ready commands, from the project directory (DEMO_EXIT=1: the demo runs each one here, then exits; `npm run demo` keeps the service up to try them):',
+        'ready commands, from the project directory (DEMO_EXIT=1: the demo runs each one here, then exits; `npm run ' +
+          'demo` keeps the service up to try them):',
       );
       const failed = await runEach(cliCommands(facts), root, () => ledger.received());
       return failed ? 1 : 0;
@@ -241,7 +248,8 @@ async function main(): Promise<number> {
     say('the same through the admin API:');
     printCommands(apiCommands(facts));
     say(
-      `events console: ${adminUrl}/admin/console  (user admin, password ${adminToken}): search a request_id above, read each target's attempts, replay or resend`,
+      `events console: ${adminUrl}/admin/console  (user admin, password ${adminToken}): search a request_id above, ` +
+        `read each target's attempts, replay or resend`,
     );
     say(`raw queues (Bull Board): ${adminUrl}/admin/queues  (the same user)`);
     say(

@@ -39,7 +39,8 @@ export async function startMerchantSystem(
       }
       count++;
       say(
-        `${name} received ${String(event.type).padEnd(26)} webhook-id ${id} (signed: ${req.headers['webhook-signature'] ? 'yes' : 'no'})`,
+        `${name} received ${String(event.type).padEnd(26)} webhook-id ${id} (signed: ` +
+          `${req.headers['webhook-signature'] ? 'yes' : 'no'})`,
       );
       res.writeHead(204).end();
     });

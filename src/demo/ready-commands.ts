@@ -63,11 +63,15 @@ export function apiCommands(f: DemoFacts): ReadyCommand[] {
     { what: 'dead letters', command: `${curl} "${f.adminUrl}/admin/api/dead-letters?target=${f.target}"` },
     {
       what: 'replay one',
-      command: `${curl} ${json} -d '{"ids":["${f.target}/${f.deadLetter.eventId}"]}' ${f.adminUrl}/admin/api/dead-letters/replay`,
+      command:
+        `${curl} ${json} -d '{"ids":["${f.target}/${f.deadLetter.eventId}"]}' ` +
+        `${f.adminUrl}/admin/api/dead-letters/replay`,
     },
     {
       what: 'resend',
-      command: `${curl} ${json} -d '{"target":"${f.target}"}' ${f.adminUrl}/admin/api/events/${f.delivered.eventId}/resend`,
+      command:
+        `${curl} ${json} -d '{"target":"${f.target}"}' ` +
+        `${f.adminUrl}/admin/api/events/${f.delivered.eventId}/resend`,
     },
     { what: 'metrics', command: `${curl} ${f.adminUrl}/metrics` },
   ];

@@ -15,7 +15,10 @@ const ALWAYS_RETRIED = new Set([408, 429]);
 /** A successful attempt: the delivery job's return value. */
 export type AttemptSuccess = DeliveryResult;
 
-/** A permanent failure (a 4xx the target does not want retried): the delivery is dead-lettered now. Stackless, like TransientDeliveryError. */
+/**
+ * A permanent failure (a 4xx the target does not want retried): the delivery is dead-lettered now. Stackless, like
+ * TransientDeliveryError.
+ */
 export class PermanentDeliveryError extends UnrecoverableError {
   constructor(
     message: string,
@@ -93,7 +96,8 @@ export async function attemptDelivery(
     }
     const status = res.statusCode;
     if (status >= 200 && status < 300) {
-      // A success's answer is not kept: read and dropped (up to undici's dump limit; a larger one closes the connection).
+      // A success's answer is not kept: read and dropped (up to undici's dump limit; a larger one closes the
+      // connection).
       await res.body.dump().catch(() => undefined);
       return { status, latencyMs: elapsed() };
     }
@@ -111,9 +115,9 @@ export async function attemptDelivery(
 }
 
 /**
- * The first EXCERPT_BYTES of the answer, control characters removed, for the dead letter; the rest is not read: the body is
- * destroyed (which closes that connection) rather than drained, so a large or endless answer costs
- * no more than this. A body cut short (by us, the deadline or the target) still has its status.
+ * The first EXCERPT_BYTES of the answer, control characters removed, for the dead letter; the rest is not read: the
+ * body is destroyed (which closes that connection) rather than drained, so a large or endless answer costs no more than
+ * this. A body cut short (by us, the deadline or the target) still has its status.
  */
 async function readExcerpt(body: Dispatcher.ResponseData['body']): Promise<string> {
   const chunks: Buffer[] = [];

@@ -54,7 +54,10 @@ export function fanoutBackoff(attemptsMade: number): number {
   return Math.min(1000 * 2 ** Math.max(0, attemptsMade - 1), FANOUT_MAX_BACKOFF_MS);
 }
 
-/** The backoff of the `target` type: the target's exponential backoff, obeying Retry-After. For its delivery worker's settings. */
+/**
+ * The backoff of the `target` type: the target's exponential backoff, obeying Retry-After. For its delivery worker's
+ * settings.
+ */
 export function deliveryBackoff(target: Target): (attemptsMade: number, type?: string, err?: Error) => number {
   return (attemptsMade, _type, err) => backoffDelay(attemptsMade, target.backoff, err);
 }

@@ -56,7 +56,9 @@ export function buildRequest(
 }
 
 function envelope(job: DeliveryJob, raw: string | Buffer): string | Buffer {
-  const head = `{"id":${JSON.stringify(job.eventId)},"type":${JSON.stringify(job.eventType)},"timestamp":${JSON.stringify(job.receivedAt)},${envelopeProvenance(job)}"data":`;
+  const head =
+    `{"id":${JSON.stringify(job.eventId)},"type":${JSON.stringify(job.eventType)},` +
+    `"timestamp":${JSON.stringify(job.receivedAt)},${envelopeProvenance(job)}"data":`;
   return typeof raw === 'string' ? `${head}${raw}}` : Buffer.concat([Buffer.from(head), raw, Buffer.from('}')]);
 }
 
@@ -74,5 +76,6 @@ function provenanceHeaders(job: Pick<DeliveryJob, 'environment' | 'corrected'>):
 
 /** The standard envelope's `environment` (and `corrected`) members, each followed by a comma. */
 function envelopeProvenance(job: Pick<DeliveryJob, 'environment' | 'corrected'>): string {
-  return `${job.environment ? `"environment":${JSON.stringify(job.environment)},` : ''}${job.corrected ? '"corrected":true,' : ''}`;
+  const environment = job.environment ? `"environment":${JSON.stringify(job.environment)},` : '';
+  return job.corrected ? `${environment}"corrected":true,` : environment;
 }

@@ -107,7 +107,8 @@ export function deliveryStory(
     } catch {
       continue; // not ours
     }
-    if (typeof entry !== 'object' || entry === null) continue; // not an attempt or a mark: written by hand, or cut short
+    // Not an attempt or a mark: written by hand, or cut short.
+    if (typeof entry !== 'object' || entry === null) continue;
     if (isSeriesStart(entry)) {
       current = { n: series.length + 1, trigger: entry.series, by: entry.by, at: entry.at, attempts: [] };
       series.push(current);

@@ -32,7 +32,8 @@ export function createFanoutWorker(eventType: EventType, deps: FanoutDeps): Work
       if (pipeline.targets().some((t) => subscribes(t, eventType))) {
         deps.logger.warn('event kept: no target takes its environment', { eventId, eventType, environment });
         throw new UnrecoverableError(
-          `no target subscribed to ${eventType} takes the ${environment} environment; the event is kept here, retry it once one does`,
+          `no target subscribed to ${eventType} takes the ${environment} environment; the event is kept here, retry ` +
+            `it once one does`,
         );
       }
       deps.logger.warn('event kept: no target subscribes to its type', { eventId, eventType });

@@ -32,7 +32,10 @@ export function createHttpTransport(target: Target): DeliveryTransport {
   };
 }
 
-/** The transport for a target's kind of destination: its `url` (HTTP) or its message broker (which logs its connection lost and restored). */
+/**
+ * The transport for a target's kind of destination: its `url` (HTTP) or its message broker (which logs its connection
+ * lost and restored).
+ */
 export function createTransport(target: Target, logger?: Logger): DeliveryTransport {
   const d = target.destination;
   switch (d?.type) {

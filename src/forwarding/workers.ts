@@ -13,7 +13,8 @@ import type { Target } from '../model/target-schema';
 
 /** Logged when workers are stopped by cutting their connections. */
 export const WORKERS_CUT =
-  'workers did not stop in time (deliveries in flight, or Redis not answering); cutting their connections: unfinished deliveries are picked up again';
+  'workers did not stop in time (deliveries in flight, or Redis not answering); cutting their connections: ' +
+  'unfinished deliveries are picked up again';
 
 /** Each step of a forced stop waits at most this long. */
 const FORCED_STEP_MS = 1000;

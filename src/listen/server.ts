@@ -51,7 +51,8 @@ export async function startListener(
       out(
         opts.json
           ? JSON.stringify({ rejected: true, status: 401, reason: verdict.reason, webhookId, path: req.url })
-          : `${at.toISOString()}  rejected 401  ${req.method} ${req.url}  webhook-id ${webhookId || '(none)'}  reason: ${verdict.reason}`,
+          : `${at.toISOString()}  rejected 401  ${req.method} ${req.url}  webhook-id ${webhookId || '(none)'}  ` +
+              `reason: ${verdict.reason}`,
       );
       return reply(res, 401, { error: 'invalid_signature', message: verdict.reason });
     }
@@ -72,7 +73,8 @@ export async function startListener(
       const text = await answer.text();
       const ms = Math.round(performance.now() - started);
       out(
-        `  -> ${answer.status} from ${opts.forwardTo} in ${ms} ms${text ? `: ${text.slice(0, EXCERPT).replace(/\s+/g, ' ')}` : ''}`,
+        `  -> ${answer.status} from ${opts.forwardTo} in ` +
+          `${ms} ms${text ? `: ${text.slice(0, EXCERPT).replace(/\s+/g, ' ')}` : ''}`,
       );
       res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'text/plain' });
       res.end(text);

@@ -12,7 +12,10 @@ export type LogLevel = 'error' | 'warn' | 'info' | 'debug';
  */
 export type RecordLine = (level: LogLevel, message: string, fields: Record<string, unknown>) => void;
 
-/** Winston, plus `repeated` for errors that recur (Redis down, a target down): one line per interval with a count; `record` for hot lines. */
+/**
+ * Winston, plus `repeated` for errors that recur (Redis down, a target down): one line per interval with a count;
+ * `record` for hot lines.
+ */
 export type Logger = winston.Logger & { repeated: ThrottledLog; record: RecordLine };
 
 /** @defaultValue 60000: a 20-second Redis outage is then one line per distinct error. */
@@ -61,7 +64,10 @@ export function createLogger(
   return Object.assign(logger, { repeated: createThrottledLog(logger, repeatIntervalMs), record });
 }
 
-/** Writes what one turn of the event loop logged in one write; flushes on exit, when stdout still takes a synchronous write. */
+/**
+ * Writes what one turn of the event loop logged in one write; flushes on exit, when stdout still takes a synchronous
+ * write.
+ */
 function batchedWriter(out: NodeJS.WritableStream): (line: string) => void {
   let held = '';
   const flush = () => {

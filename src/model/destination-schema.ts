@@ -90,7 +90,8 @@ export const destinationSchema = z.discriminatedUnion(
   {
     error: (issue) =>
       issue.code === 'invalid_union'
-        ? `unknown destination type ${JSON.stringify((issue.input as { type?: unknown } | undefined)?.type)}: amqp, nats or redis-stream`
+        ? `unknown destination type ${JSON.stringify((issue.input as { type?: unknown } | undefined)?.type)}: amqp, ` +
+          `nats or redis-stream`
         : undefined,
   },
 );

@@ -96,7 +96,8 @@ function literalProblems(value: unknown, at: Segment[]): string[] {
   if (op)
     return problem(
       at,
-      `${op} inside a value that is compared as a whole would never apply; for a nested field use a dotted path, e.g. "data.currency": { $in: [USD] }`,
+      `${op} inside a value that is compared as a whole would never apply; for a nested field use a dotted path, ` +
+        `e.g. "data.currency": { $in: [USD] }`,
     );
   return Object.entries(value).flatMap(([k, v]) => literalProblems(v, [...at, k]));
 }

@@ -15,7 +15,8 @@ function sha256Hex(...parts: (string | Buffer)[]): string {
  * name, so its events keep the ids they always had.
  */
 export function eventIdFor(eventType: string, environment: string, rawBody: Buffer): string {
-  return `evt_${sha256Hex(eventType, '\n', environment === DEFAULT_ENVIRONMENT ? '' : `env:${environment}`, '\n', rawBody).slice(0, 40)}`;
+  const named = environment === DEFAULT_ENVIRONMENT ? '' : `env:${environment}`;
+  return `evt_${sha256Hex(eventType, '\n', named, '\n', rawBody).slice(0, 40)}`;
 }
 
 /**

@@ -1,7 +1,10 @@
 import type { JobsOptions } from 'bullmq';
 import type { Target } from './target-schema';
 
-/** Attempts of the fan-out step; with its backoff capped at a minute ({@link FANOUT_MAX_BACKOFF_MS}), about a day of retrying. */
+/**
+ * Attempts of the fan-out step; with its backoff capped at a minute ({@link FANOUT_MAX_BACKOFF_MS}), about a day of
+ * retrying.
+ */
 export const FANOUT_ATTEMPTS = 1500;
 export const FANOUT_MAX_BACKOFF_MS = 60_000;
 

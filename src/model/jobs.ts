@@ -15,7 +15,10 @@ export interface SeriesStart {
 }
 
 /** What kind of failure an attempt met, in words an operator can act on. */
-/** How an attempt failed; `unroutable`, `no_stream` and `broker` are a message broker's refusals, `transform_error` the target's transform's. */
+/**
+ * How an attempt failed; `unroutable`, `no_stream` and `broker` are a message broker's refusals, `transform_error` the
+ * target's transform's.
+ */
 export type ErrorClass =
   | 'http_status'
   | 'timeout'
@@ -148,7 +151,10 @@ export interface DeliveryFailure {
   at: string;
   attempt: number;
   target?: string;
-  /** http_status, timeout, connection_refused, connection_reset, dns, tls, network, unroutable, no_stream, broker, transform_error; absent for an unexpected error. */
+  /**
+   * http_status, timeout, connection_refused, connection_reset, dns, tls, network, unroutable, no_stream, broker,
+   * transform_error; absent for an unexpected error.
+   */
   errorClass?: ErrorClass;
   status?: number;
   /** The readable summary, also the job's failedReason. */

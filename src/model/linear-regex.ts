@@ -25,13 +25,17 @@ export function compileLinearRegex(pattern: string, options?: string): (value: s
     re = RE2JS.compile(pattern, flags);
   } catch (err) {
     throw new Error(
-      `$regex ${JSON.stringify(pattern)} is refused: ${(err as Error).message} (filters use RE2 syntax, which runs in linear time: no backreferences or lookaround)`,
+      `$regex ${JSON.stringify(pattern)} is refused: ${(err as Error).message} (filters use RE2 syntax, which runs ` +
+        `in linear time: no backreferences or lookaround)`,
     );
   }
   return (value) => re.test(value);
 }
 
-/** sift's `$regex`, over {@link compileLinearRegex}: matches string values (and a list's string items), as sift's own does. */
+/**
+ * sift's `$regex`, over {@link compileLinearRegex}: matches string values (and a list's string items), as sift's own
+ * does.
+ */
 export function $linearRegex(pattern: string, ownerQuery: Record<string, unknown>, options: SiftOptions) {
   const flags = ownerQuery.$options;
   const test = compileLinearRegex(pattern, typeof flags === 'string' ? flags : undefined);

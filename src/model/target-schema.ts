@@ -12,7 +12,9 @@ export const MIN_SECRET_BYTES = 24;
 const eventSelector = z.enum(['*', ...EVENT_TYPES], {
   error: (issue) => {
     const suggestion = typeof issue.input === 'string' ? nearest(issue.input, EVENT_TYPES) : undefined;
-    return `unknown event type ${JSON.stringify(issue.input)}${suggestion ? `; did you mean ${suggestion}?` : ''} Valid: ${EVENT_TYPES.join(', ')}, or "*" for all`;
+    const didYouMean = suggestion ? `; did you mean ${suggestion}?` : '';
+    const valid = `Valid: ${EVENT_TYPES.join(', ')}, or "*" for all`;
+    return `unknown event type ${JSON.stringify(issue.input)}${didYouMean} ${valid}`;
   },
 });
 
@@ -74,7 +76,10 @@ const targetFields = z.object({
   concurrency: z.number().int().min(1).max(1000).default(10),
   /** At most `max` deliveries per `perMs`, across all worker processes. */
   rateLimit: z.object({ max: z.number().int().positive(), perMs: z.number().int().positive() }).optional(),
-  /** `standard` (Standard Webhooks JSON) or `passthrough` (the platform's bytes and signature headers). @defaultValue standard */
+  /**
+   * `standard` (Standard Webhooks JSON) or `passthrough` (the platform's bytes and signature headers). @defaultValue
+   * standard
+   */
   format: z.enum(['standard', 'passthrough']).default('standard'),
   /** 4xx statuses to retry like 5xx (408 and 429 always are); any other 4xx is permanent. @defaultValue [] */
   retryStatuses: z.array(z.number().int().min(400).max(499)).default([]),
@@ -125,7 +130,9 @@ export const targetSchema = targetFields.superRefine((t, ctx) => {
     ctx.addIssue({
       code: 'custom',
       path: t.url === undefined ? [] : ['destination'],
-      message: `target "${t.name}": give exactly one of url (an HTTP endpoint) and destination (a message broker: { type: amqp | nats | redis-stream, … })`,
+      message:
+        `target "${t.name}": give exactly one of url (an HTTP endpoint) and destination (a message broker: { ` +
+        `type: amqp | nats | redis-stream, … })`,
     });
   }
   const url = t.url === undefined ? undefined : new URL(t.url);
@@ -133,7 +140,9 @@ export const targetSchema = targetFields.superRefine((t, ctx) => {
     ctx.addIssue({
       code: 'custom',
       path: ['url'],
-      message: `target "${t.name}": http:// is allowed only to this machine (localhost, 127.0.0.0/8, ::1); use https://, or set allowInsecure: true`,
+      message:
+        `target "${t.name}": http:// is allowed only to this machine (localhost, 127.0.0.0/8, ::1); use ` +
+        `https://, or set allowInsecure: true`,
     });
   }
   for (const secret of ([] as string[]).concat(t.secret ?? [])) {
@@ -142,7 +151,9 @@ export const targetSchema = targetFields.superRefine((t, ctx) => {
       ctx.addIssue({
         code: 'custom',
         path: ['secret'],
-        message: `target "${t.name}": a secret carries ${bytes} bytes; at least ${MIN_SECRET_BYTES} (whsec_ and the Base64 of ${MIN_SECRET_BYTES} or more random bytes)`,
+        message:
+          `target "${t.name}": a secret carries ${bytes} bytes; at least ${MIN_SECRET_BYTES} (whsec_ and the ` +
+          `Base64 of ${MIN_SECRET_BYTES} or more random bytes)`,
       });
     }
   }
@@ -150,7 +161,9 @@ export const targetSchema = targetFields.superRefine((t, ctx) => {
     ctx.addIssue({
       code: 'custom',
       path: ['transform'],
-      message: `target "${t.name}": a transform replaces the body, so it takes format: standard (passthrough sends the platform's bytes unchanged)`,
+      message:
+        `target "${t.name}": a transform replaces the body, so it takes format: standard (passthrough sends ` +
+        `the platform's bytes unchanged)`,
     });
   }
   for (const problem of t.filter ? filterProblems(t.filter) : []) {

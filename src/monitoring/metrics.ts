@@ -128,7 +128,9 @@ export function createMetrics(
   });
   const deliveries = new Counter({
     name: 'webhook_deliveries_total',
-    help: "Delivery attempts to targets, by target and outcome (delivered, retry, dead_lettered, dropped by the target's transform)",
+    help:
+      'Delivery attempts to targets, by target and outcome (delivered, retry, dead_lettered, dropped by the ' +
+      "target's transform)",
     labelNames: ['target', 'event_type', 'outcome'] as const,
     registers: [registry],
   });
@@ -160,7 +162,9 @@ export function createMetrics(
   });
   const orderingSkips = new Counter({
     name: 'webhook_ordering_skipped_total',
-    help: 'Dead-lettered deliveries of an ordered target passed over (onDeadLetter: skip), so later deliveries of their key went on',
+    help:
+      'Dead-lettered deliveries of an ordered target passed over (onDeadLetter: skip), so later deliveries of ' +
+      'their key went on',
     labelNames: ['target'] as const,
     registers: [registry],
   });
@@ -172,13 +176,17 @@ export function createMetrics(
   });
   const portRefusals = new Counter({
     name: 'webhook_public_port_refusals_total',
-    help: 'Connections and requests refused by the public port before any route saw them (malformed, timed out, over the connection cap)',
+    help:
+      'Connections and requests refused by the public port before any route saw them (malformed, timed out, over ' +
+      'the connection cap)',
     labelNames: ['reason'] as const,
     registers: [registry],
   });
   const clientAborts = new Counter({
     name: 'webhook_client_aborts_total',
-    help: 'Connections the client reset or closed mid-request, by phase (request: before or between requests; body: while its body was read; response: while its answer was prepared)',
+    help:
+      'Connections the client reset or closed mid-request, by phase (request: before or between requests; body: ' +
+      'while its body was read; response: while its answer was prepared)',
     labelNames: ['phase'] as const,
     registers: [registry],
   });
@@ -283,7 +291,9 @@ export function createMetrics(
         deliveryLatency.observe({ labels: { target }, value: seconds, exemplarLabels: exemplarOf(traceId) });
       else deliveryLatency.labels(target).observe(seconds);
     },
-    /** Resolves (and zero-initialises) every event type's series of these environments, so each shows from the start. */
+    /**
+     * Resolves (and zero-initialises) every event type's series of these environments, so each shows from the start.
+     */
     environments(names: readonly string[]): void {
       for (const series of byEventType.values()) for (const name of names) series.environment(name);
     },
@@ -324,7 +334,8 @@ export function ingestObserver(
     },
     orderBlocked(target, key, eventId) {
       logger?.warn(
-        'ordered delivery blocked: a dead letter holds back later deliveries of its key until it is replayed, discarded or released',
+        'ordered delivery blocked: a dead letter holds back later deliveries of its key until it is replayed, ' +
+          'discarded or released',
         { target, orderKey: key, eventId },
       );
     },

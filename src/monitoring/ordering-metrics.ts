@@ -38,14 +38,18 @@ export function registerOrderingMetrics(
   };
   const blockedKeys = new Gauge({
     name: 'webhook_ordering_blocked_keys',
-    help: 'Ordering keys of a target whose first delivery is a dead letter holding back the later ones (onDeadLetter: block)',
+    help:
+      'Ordering keys of a target whose first delivery is a dead letter holding back the later ones (onDeadLetter: ' +
+      'block)',
     labelNames: ['target'] as const,
     registers: [registry],
     collect,
   });
   const oldestBlocked = new Gauge({
     name: 'webhook_ordering_oldest_blocked_seconds',
-    help: 'How long the longest-blocked ordering key of a target has been held back by its dead letter (0 when none is)',
+    help:
+      'How long the longest-blocked ordering key of a target has been held back by its dead letter (0 when none ' +
+      'is)',
     labelNames: ['target'] as const,
     registers: [registry],
     collect,

@@ -13,7 +13,10 @@ export interface QueueSummary {
 }
 
 type Queues = Pick<QueueRegistry, 'allQueues' | 'redis'>;
-/** Where an unreadable oldest waiting job is reported: throttled, as the metrics scrape and the dashboard ask every few seconds. */
+/**
+ * Where an unreadable oldest waiting job is reported: throttled, as the metrics scrape and the dashboard ask every few
+ * seconds.
+ */
 type Log = Pick<Logger, 'repeated'>;
 
 /**
@@ -70,7 +73,10 @@ export async function summariseQueue(queues: Queues, queue: Queue, log: Log, now
   };
 }
 
-/** Every queue's counts, whether it is paused and the age of its oldest waiting job; one unreadable job costs no queue its summary. */
+/**
+ * Every queue's counts, whether it is paused and the age of its oldest waiting job; one unreadable job costs no queue
+ * its summary.
+ */
 export async function summariseQueues(queues: Queues, log: Log): Promise<QueueSummary[]> {
   return Promise.all(queues.allQueues().map((q) => summariseQueue(queues, q, log)));
 }

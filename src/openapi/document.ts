@@ -68,21 +68,26 @@ export function buildOpenApiDocument(opts: NotifyDocumentOptions = DEFAULT_DOCUM
           type: 'apiKey',
           in: 'header',
           name: `${opts.headerPrefix}-sign`,
-          description: `SHA256withRSA (PKCS#1 v1.5) by a configured platform key over \`POST\\n<request target>\\n<${opts.headerPrefix}-timestamp>\\n<${opts.headerPrefix}-nonce>\\n<raw body>\\n\`, Base64 (URL-encoded once allowed).`,
+          description:
+            `SHA256withRSA (PKCS#1 v1.5) by a configured platform key over \`POST\\n<request ` +
+            `target>\\n<${opts.headerPrefix}-timestamp>\\n<${opts.headerPrefix}-nonce>\\n<raw body>\\n\`, Base64 ` +
+            `(URL-encoded once allowed).`,
         },
         legacySignature: {
           type: 'apiKey',
           in: 'header',
           name: 'signature',
           description:
-            'The legacy v1.2 scheme (with `type: RSA256`, `version: v1.2`), when enabled: SHA256withRSA over `merchantId=<id>&timestamp=<body.timestamp>&requestBody=<raw body>`.',
+            'The legacy v1.2 scheme (with `type: RSA256`, `version: v1.2`), when enabled: SHA256withRSA over ' +
+            '`merchantId=<id>&timestamp=<body.timestamp>&requestBody=<raw body>`.',
         },
         webhookSignature: {
           type: 'apiKey',
           in: 'header',
           name: 'webhook-signature',
           description:
-            "Standard Webhooks: `v1,<Base64 HMAC-SHA256>` of `<webhook-id>.<webhook-timestamp>.<body>` with the target's secret, one per secret.",
+            'Standard Webhooks: `v1,<Base64 HMAC-SHA256>` of `<webhook-id>.<webhook-timestamp>.<body>` with the ' +
+            "target's secret, one per secret.",
         },
       },
     },

@@ -19,7 +19,8 @@ const MEANING: Record<keyof typeof RET_CODES, string> = {
   headersTooLarge: 'the request headers are over 16 KiB',
   badRequest: 'the request could not be read, or an HTTP/1.1 request has no `Host`',
   unavailable:
-    'not stored: Redis did not confirm the notification in time, or the budget for bodies not yet verified was in use; nothing was acknowledged; retry (`Retry-After: 5`)',
+    'not stored: Redis did not confirm the notification in time, or the budget for bodies not yet verified was in ' +
+    'use; nothing was acknowledged; retry (`Retry-After: 5`)',
   internal: 'unexpected error; no stack trace is returned',
 };
 
@@ -38,7 +39,9 @@ export function notifyResponses(): Record<string, unknown> {
   const responses: Record<string, unknown> = {
     '200': {
       description:
-        "Stored (or already stored: a replay or a duplicate: not queued again, and counted in the admin event view's `copies` when it carries the same event), or verified but unusable and quarantined. Only a 200 means the platform may stop retrying.",
+        "Stored (or already stored: a replay or a duplicate: not queued again, and counted in the admin event view's " +
+        '`copies` when it carries the same event), or verified but unusable and quarantined. Only a 200 means the ' +
+        'platform may stop retrying.',
       content: { 'application/json': { schema: envelopeWith([SUCCESS.ret_code]), example: SUCCESS } },
     },
   };
@@ -87,7 +90,8 @@ export function signatureParameters(prefix: string): Record<string, unknown> {
     ),
     sign: header(
       `${prefix}-sign`,
-      'Current scheme (required there): URL-encoded Base64 SHA256withRSA over `POST\\n<target>\\n<timestamp>\\n<nonce>\\n<body>\\n`.',
+      'Current scheme (required there): URL-encoded Base64 SHA256withRSA over ' +
+        '`POST\\n<target>\\n<timestamp>\\n<nonce>\\n<body>\\n`.',
       { type: 'string', maxLength: 500 },
     ),
     signAlg: header(`${prefix}-sign-alg`, 'Current scheme, optional.', { type: 'string', const: 'SHA256_WITH_RSA' }),
@@ -123,7 +127,8 @@ function notifyOperation(e: EventDefinition, parameterNames: string[]): Record<s
   return {
     operationId: operationId(e.type),
     summary: `Receive the platform's ${e.type} notification`,
-    description: `Verified over the raw bytes, de-duplicated and durably queued as \`${e.type}\` before the 200 answer.`,
+    description:
+      `Verified over the raw bytes, de-duplicated and durably queued as \`${e.type}\` before the 200 ` + `answer.`,
     tags: ['notifications'],
     // Either scheme's signature (the legacy one only when SIGNATURE_SCHEMES includes it).
     security: [{ platformSignature: [] }, { legacySignature: [] }],

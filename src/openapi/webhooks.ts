@@ -22,7 +22,8 @@ export const WEBHOOK_PARAMETERS = {
     in: 'header',
     required: false,
     description:
-      'When the target has a secret: `v1,<Base64 HMAC-SHA256>` of `<webhook-id>.<webhook-timestamp>.<body>`, one per secret, space-separated (rotation).',
+      'When the target has a secret: `v1,<Base64 HMAC-SHA256>` of `<webhook-id>.<webhook-timestamp>.<body>`, one per ' +
+      'secret, space-separated (rotation).',
     schema: { type: 'string', pattern: '^v1,[A-Za-z0-9+/=]+( v1,[A-Za-z0-9+/=]+)*$' },
   },
   forwardedMerchId: {
@@ -37,7 +38,8 @@ export const WEBHOOK_PARAMETERS = {
     in: 'header',
     required: true,
     description:
-      'The platform environment whose key verified the notification (`production`, `sandbox`, … as configured). A target takes only the environments it names.',
+      'The platform environment whose key verified the notification (`production`, `sandbox`, … as configured). A ' +
+      'target takes only the environments it names.',
     schema: { type: 'string' },
   },
   traceparent: {
@@ -45,7 +47,8 @@ export const WEBHOOK_PARAMETERS = {
     in: 'header',
     required: false,
     description:
-      "While tracing is on: the W3C trace context of this attempt's span, so the target continues the notification's trace. Not covered by `webhook-signature`.",
+      "While tracing is on: the W3C trace context of this attempt's span, so the target continues the notification's " +
+      'trace. Not covered by `webhook-signature`.',
     schema: { type: 'string', pattern: '^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$' },
   },
   tracestate: {
@@ -71,7 +74,10 @@ function webhook(e: EventDefinition): Record<string, unknown> {
       operationId: `deliver_${e.type.replace(/[^a-z0-9]+/g, '_')}`,
       summary: `${e.type}, as forwarded to a target (format: standard)`,
       description:
-        "Sent to every target subscribed to this type. A target with a `transform` receives, with the same headers and a signature over the bytes sent, whatever JSON its transform returns instead of this body (docs/transformations.md). A `passthrough` target instead receives the platform's original body and signature headers, with `webhook-id` and `x-forwarded-uri`.",
+        'Sent to every target subscribed to this type. A target with a `transform` receives, with the same headers ' +
+        'and a signature over the bytes sent, whatever JSON its transform returns instead of this body ' +
+        "(docs/transformations.md). A `passthrough` target instead receives the platform's original body and " +
+        'signature headers, with `webhook-id` and `x-forwarded-uri`.',
       tags: ['forwarded events'],
       // Signed when the target has a secret; a target without one gets unsigned requests.
       security: [{ webhookSignature: [] }, {}],
@@ -100,7 +106,8 @@ function webhook(e: EventDefinition): Record<string, unknown> {
                   type: 'boolean',
                   const: true,
                   description:
-                    'Present when an operator replayed the notification with a corrected body: `data` is not what the platform signed.',
+                    'Present when an operator replayed the notification with a corrected body: `data` is not what ' +
+                    'the platform signed.',
                 },
                 data: { ...jsonSchemaOf(e.schema), description: "The platform's body, byte for byte as received." },
               },
@@ -112,7 +119,8 @@ function webhook(e: EventDefinition): Record<string, unknown> {
         '2XX': { description: 'Delivered; the delivery is done.' },
         default: {
           description:
-            "408, 429, 5xx (and the target's `retryStatuses`), timeouts and network errors are retried with backoff; any other status is permanent and dead-letters the delivery.",
+            "408, 429, 5xx (and the target's `retryStatuses`), timeouts and network errors are retried with backoff; " +
+            'any other status is permanent and dead-letters the delivery.',
         },
       },
     },

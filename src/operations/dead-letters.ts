@@ -19,7 +19,10 @@ export interface DeadLetter {
   attempts: number;
   reason: string;
   lastFailure?: DeliveryFailure;
-  /** The job could not be read (its stored data is not a delivery job): shown, so an operator can remove it, and skipped. */
+  /**
+   * The job could not be read (its stored data is not a delivery job): shown, so an operator can remove it, and
+   * skipped.
+   */
   unreadable?: true;
 }
 

@@ -36,7 +36,10 @@ export function isDeliveryState(text: string): text is DeliveryState {
   return (DELIVERY_STATES as readonly string[]).includes(text);
 }
 
-/** `bullState`: the job's BullMQ state (`completed`, `failed`, `delayed`, `active`, `waiting`, `wait`, `prioritized`, `paused`, …). */
+/**
+ * `bullState`: the job's BullMQ state (`completed`, `failed`, `delayed`, `active`, `waiting`, `wait`, `prioritized`,
+ * `paused`, …).
+ */
 export function deliveryStateOf(
   bullState: string,
   job: { attemptsMade: number; data: { orderKey?: string }; returnvalue?: unknown },

@@ -8,7 +8,10 @@ import { findEvent, type DeliveryView, type EventView } from './event-lookup';
 /** Where an ordered delivery stands in its key's sequence. */
 export interface OrderingView {
   key: string;
-  /** 0: it heads the sequence (may go); n: n deliveries of the key go before it; absent: not in the sequence (done, released, or resent after it was done). */
+  /**
+   * 0: it heads the sequence (may go); n: n deliveries of the key go before it; absent: not in the sequence (done,
+   * released, or resent after it was done).
+   */
   position?: number;
   /** The delivery it waits for (the head of the sequence), when it is not itself the head. */
   waitsFor?: string;
@@ -22,7 +25,10 @@ export interface DeliveryDetail extends DeliveryView {
   ordering?: OrderingView;
 }
 
-/** The admin API's event view, with what the console adds: the nonce, each delivery's state in words and its place in its ordering key's sequence. */
+/**
+ * The admin API's event view, with what the console adds: the nonce, each delivery's state in words and its place in
+ * its ordering key's sequence.
+ */
 export interface EventDetail extends Omit<EventView, 'deliveries'> {
   /** The current scheme's nonce; absent for the legacy scheme, whose replay key is a hash of the signature. */
   nonce?: string;

@@ -24,7 +24,10 @@ export interface DeliveryView {
   failedAttempts: DeliveryFailure[];
   /** Every attempt of every series, oldest first, each with its series' number. */
   attempts: AttemptView[];
-  /** The attempt series, oldest first: the first started by the receipt (or by the resend that added the delivery), each later one by a replay or resend, with who and when. */
+  /**
+   * The attempt series, oldest first: the first started by the receipt (or by the resend that added the delivery), each
+   * later one by a replay or resend, with who and when.
+   */
   series: SeriesView[];
 }
 
@@ -43,7 +46,10 @@ export interface EventView {
   environment?: string;
   /** Set when an operator replayed it with a corrected body. */
   corrected?: true;
-  /** The trace the notification was received in (every delivery attempt is a span of it); set when tracing was on at receipt. */
+  /**
+   * The trace the notification was received in (every delivery attempt is a span of it); set when tracing was on at
+   * receipt.
+   */
   traceId?: string;
   /** Why it is quarantined, when it is. */
   quarantineReason?: string;
@@ -106,7 +112,10 @@ function payloadOf(found: FoundEvent): unknown {
   return parsed.ok ? parsed.payload : undefined;
 }
 
-/** The masked payload, or none when a stored body cannot be shown: the view of a stored event never fails on its content. */
+/**
+ * The masked payload, or none when a stored body cannot be shown: the view of a stored event never fails on its
+ * content.
+ */
 function maskedPayloadOf(found: FoundEvent, mask: (p: unknown) => unknown): unknown {
   try {
     const payload = payloadOf(found);

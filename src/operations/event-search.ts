@@ -133,7 +133,10 @@ function rowOf(
   };
 }
 
-/** The delivery row and the rows of the targets its filter left out (one per target, recorded on every delivery job of the event). */
+/**
+ * The delivery row and the rows of the targets its filter left out (one per target, recorded on every delivery job of
+ * the event).
+ */
 function rowsOf(target: string, job: Delivery, state: DeliveryState, time: number): SearchRow[] {
   const own = rowOf(target, job, state, time);
   return [
@@ -153,7 +156,10 @@ function matches(row: SearchRow, q: SearchQuery): boolean {
   return true;
 }
 
-/** Reads the deliveries of the candidates in one pipeline; a job gone or not a delivery job is left unread (and skipped). */
+/**
+ * Reads the deliveries of the candidates in one pipeline; a job gone or not a delivery job is left unread (and
+ * skipped).
+ */
 async function readDeliveries(redis: Pipeline['redis'], candidates: readonly Candidate[]): Promise<void> {
   if (candidates.length === 0) return;
   const batch = redis.pipeline();
@@ -187,7 +193,10 @@ interface Stream {
   fill(): Promise<void>;
 }
 
-/** A sorted set of a delivery queue (completed or failed, scored by when the job finished), newest first, from `max` down to `min`. */
+/**
+ * A sorted set of a delivery queue (completed or failed, scored by when the job finished), newest first, from `max`
+ * down to `min`.
+ */
 function sortedSetStream(
   redis: Pipeline['redis'],
   queue: DeliveryQueue,
@@ -220,7 +229,10 @@ function sortedSetStream(
   return stream;
 }
 
-/** The deliveries still under way in a queue (at most LIVE_CAP of each kind), newest first; read at once, since their time is in the job. */
+/**
+ * The deliveries still under way in a queue (at most LIVE_CAP of each kind), newest first; read at once, since their
+ * time is in the job.
+ */
 async function liveStream(
   redis: Pipeline['redis'],
   queue: DeliveryQueue,
@@ -346,7 +358,8 @@ export function createEventSearch(pipeline: Pipeline) {
     let scanned = 0;
     let lastTime = max;
     let atLast: string[] = [...shownAtMax];
-    // Read in growing batches: a page that fills at once reads about a page of jobs, a sparse filter reads more per round trip.
+    // Read in growing batches: a page that fills at once reads about a page of jobs, a sparse filter reads more per
+    // round trip.
     let batchSize = limit;
     while (rows.length < limit && scanned < SCAN_BUDGET) {
       const batch = await take(Math.min(batchSize, SCAN_BUDGET - scanned));
@@ -385,7 +398,10 @@ export function createEventSearch(pipeline: Pipeline) {
   }
 
   return {
-    /** A request id, an event id or a webhook-id when `q` is given (every match, filters applied); otherwise a page of the list. */
+    /**
+     * A request id, an event id or a webhook-id when `q` is given (every match, filters applied); otherwise a page of
+     * the list.
+     */
     async search(query: SearchQuery): Promise<SearchPage> {
       const text = query.q?.trim();
       return text ? byText(text, query) : list(query);

@@ -43,7 +43,8 @@ export class CorrectionsDisabledError extends ServiceError {
   readonly status = 403;
   constructor() {
     super(
-      'replaying with a corrected body is turned off (adminAllowCorrections: false, ADMIN_ALLOW_CORRECTIONS): a corrected body is not what the platform signed',
+      'replaying with a corrected body is turned off (adminAllowCorrections: false, ADMIN_ALLOW_CORRECTIONS): a ' +
+        'corrected body is not what the platform signed',
     );
   }
 }

@@ -79,7 +79,9 @@ export function isUnreadable(job: QuarantinedJob | UnreadableJob): job is Unread
   return 'unreadable' in job;
 }
 
-/** Why the data is not a quarantine job, short enough for a table cell: the fields it lacks, then at most three others. */
+/**
+ * Why the data is not a quarantine job, short enough for a table cell: the fields it lacks, then at most three others.
+ */
 function describeIssues(issues: readonly z.core.$ZodIssue[]): string {
   const isMissing = (i: z.core.$ZodIssue) => i.path.length > 0 && i.input === undefined;
   const missing = issues.filter(isMissing).map((i) => i.path.join('.'));

@@ -10,8 +10,8 @@ export type DeadLetterSelection = { ids: readonly string[] } | ({ all: true } & 
 
 /**
  * The operator's recoveries (replay or discard dead letters, replay quarantined notifications, pause
- * and resume a target, release an ordering key blocked by a dead letter), each written to the audit log with who acted and what it touched. The admin API and
- * the CLI both go through here, so their audit lines are the same.
+ * and resume a target, release an ordering key blocked by a dead letter), each written to the audit log with who acted
+ * and what it touched. The admin API and the CLI both go through here, so their audit lines are the same.
  */
 export function createRecovery(deps: {
   deadLetters: DeadLetters;

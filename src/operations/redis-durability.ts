@@ -41,16 +41,19 @@ export function durabilityWarnings(d: RedisDurability, where: string): string[] 
   if (d.appendonly !== 'yes') {
     if (d.save === '')
       warnings.push(
-        `Redis at ${where} has no persistence (appendonly no, no save points): a restart loses every queued notification, acknowledged or not; set appendonly yes`,
+        `Redis at ${where} has no persistence (appendonly no, no save points): a restart loses every queued ` +
+          `notification, acknowledged or not; set appendonly yes`,
       );
     else
       warnings.push(
-        `Redis at ${where} does not use AOF (appendonly no${d.save ? `, snapshots: save ${d.save}` : ''}): a crash loses what was acknowledged since the last snapshot; set appendonly yes (or the provider's durable option)`,
+        `Redis at ${where} does not use AOF (appendonly no${d.save ? `, snapshots: save ${d.save}` : ''}): a crash ` +
+          `loses what was acknowledged since the last snapshot; set appendonly yes (or the provider's durable option)`,
       );
   }
   if (d.maxmemoryPolicy !== 'noeviction') {
     warnings.push(
-      `Redis at ${where} has maxmemory-policy ${d.maxmemoryPolicy}: when memory is full it deletes keys, i.e. queued notifications and de-duplication records; set noeviction`,
+      `Redis at ${where} has maxmemory-policy ${d.maxmemoryPolicy}: when memory is full it deletes keys, i.e. queued ` +
+        `notifications and de-duplication records; set noeviction`,
     );
   }
   return warnings;

@@ -41,10 +41,10 @@ export interface ReloaderDeps {
 }
 
 /**
- * Re-reads the configuration with the same loader and checks as at start (every transform compiles). Targets take effect at
- * once (the pipeline's target list, which the fan-out reads per event, and the delivery workers);
- * a removed target's queue and dead letters stay in Redis, and deliveries already made for it stay
- * queued. Any other setting that changed is reported as needing a restart and left as it runs.
+ * Re-reads the configuration with the same loader and checks as at start (every transform compiles). Targets take
+ * effect at once (the pipeline's target list, which the fan-out reads per event, and the delivery workers); a removed
+ * target's queue and dead letters stay in Redis, and deliveries already made for it stay queued. Any other setting that
+ * changed is reported as needing a restart and left as it runs.
  */
 export function createReloader(deps: ReloaderDeps) {
   let running = deps.config;

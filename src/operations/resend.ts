@@ -19,7 +19,10 @@ export type ResendOutcome = 'resent' | 'in_progress' | 'filtered';
 
 export interface ResendResult {
   eventId: string;
-  /** Each target and what happened: a new attempt series, none because one is under way, or none because its filter leaves the event out. */
+  /**
+   * Each target and what happened: a new attempt series, none because one is under way, or none because its filter
+   * leaves the event out.
+   */
   targets: { target: string; outcome: ResendOutcome }[];
 }
 
@@ -41,7 +44,8 @@ export class EventBodyGoneError extends ServiceError {
     retentionSeconds: number,
   ) {
     super(
-      `event ${eventId} was received, but its body is gone: delivered jobs are kept ${retentionSeconds} s (retention.completed), so it can no longer be resent`,
+      `event ${eventId} was received, but its body is gone: delivered jobs are kept ${retentionSeconds} s ` +
+        `(retention.completed), so it can no longer be resent`,
     );
   }
 }

@@ -22,14 +22,20 @@ export function isProgrammingError(err: unknown): boolean {
   );
 }
 
-/** A job of an event that cannot be read (its stored job is not JSON, or its data not an event's job): where it is, and why. */
+/**
+ * A job of an event that cannot be read (its stored job is not JSON, or its data not an event's job): where it is, and
+ * why.
+ */
 export interface UnreadableJob {
   queue: string;
   id: string;
   reason: string;
 }
 
-/** Every job holding an event is unreadable: there is nothing of it to show. 409, as a replay naming an unreadable quarantine job. */
+/**
+ * Every job holding an event is unreadable: there is nothing of it to show. 409, as a replay naming an unreadable
+ * quarantine job.
+ */
 export class UnreadableEventError extends ServiceError {
   readonly code = 'unreadable_job';
   readonly status = 409;
@@ -38,7 +44,8 @@ export class UnreadableEventError extends ServiceError {
     readonly jobs: readonly UnreadableJob[],
   ) {
     super(
-      `event ${eventId} cannot be shown: every job holding it is unreadable: ${jobs.map((j) => `${j.queue}/${j.id} (${j.reason})`).join(', ')}`,
+      `event ${eventId} cannot be shown: every job holding it is unreadable: ` +
+        `${jobs.map((j) => `${j.queue}/${j.id} (${j.reason})`).join(', ')}`,
     );
   }
   override answer() {

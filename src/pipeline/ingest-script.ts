@@ -50,7 +50,10 @@ export interface ReplicaConfirmation {
 export interface ReplayBinding {
   /** The Redis key, under the queue prefix. */
   key: string;
-  /** The event type; the script binds the key to it and the event id (`<type> <event id>`), so a later replay can tell whether it carries the same event. */
+  /**
+   * The event type; the script binds the key to it and the event id (`<type> <event id>`), so a later replay can tell
+   * whether it carries the same event.
+   */
   value: string;
   ttlMs: number;
   /** A key already bound to another value is refused (`signature_reused`) instead of being a replay. */
@@ -210,7 +213,8 @@ async function recordAdd<D, R, N extends string>(
   const recorded = recorder.recorded;
   if (!recorded || recorded.name.split(':')[0] !== expected.name) {
     throw new Error(
-      `BullMQ chose ${recorded?.name ?? 'no script'} for this add; the ingest script embeds ${expected.name} for it (no priority or parent)`,
+      `BullMQ chose ${recorded?.name ?? 'no script'} for this add; the ingest script embeds ${expected.name} for it ` +
+        `(no priority or parent)`,
     );
   }
   if (recorded.args.length < expected.keys)

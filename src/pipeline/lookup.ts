@@ -48,7 +48,9 @@ export interface EventLookup {
   /** Whether the event was received within the de-duplication window, even if no job holds it any more. */
   isKnown(eventId: string): Promise<boolean>;
   eventIdsForRequest(requestId: string): Promise<string[]>;
-  /** The event's later copies, counted by the ingest script while its de-duplication record lasts (none counted: zeros). */
+  /**
+   * The event's later copies, counted by the ingest script while its de-duplication record lasts (none counted: zeros).
+   */
   copiesOf(eventId: string): Promise<EventCopies>;
 }
 

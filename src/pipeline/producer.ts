@@ -97,17 +97,19 @@ export interface PipelineObserver {
   orderSkipped?(target: string, key: string, eventId: string): void;
   /** An ordered target's dead letter now holds back its key (`onDeadLetter: block`). */
   orderBlocked?(target: string, key: string, eventId: string): void;
-  /** The event lookup met a job it cannot read (see UnreadableJob): shown as such, or refused when nothing else holds the event. */
+  /**
+   * The event lookup met a job it cannot read (see UnreadableJob): shown as such, or refused when nothing else holds
+   * the event.
+   */
   unreadableJob?(job: UnreadableJob): void;
 }
 
 /**
- * The producer: the only writer of event, quarantine and delivery jobs. Each notification is one Redis script call that checks and binds its replay
- * key, de-duplicates (by event id) and stores every job it needs, so there is never a
- * recognised-but-unqueued notification, no window between the replay decision and the adds, and no
- * second job lifecycle between receipt and delivery: the receiver fans out itself. Every call is
- * bounded by `enqueueTimeoutMs` and fails with EnqueueUnavailableError, so nothing is acknowledged
- * unstored.
+ * The producer: the only writer of event, quarantine and delivery jobs. Each notification is one Redis script call that
+ * checks and binds its replay key, de-duplicates (by event id) and stores every job it needs, so there is never a
+ * recognised-but-unqueued notification, no window between the replay decision and the adds, and no second job lifecycle
+ * between receipt and delivery: the receiver fans out itself. Every call is bounded by `enqueueTimeoutMs` and fails
+ * with EnqueueUnavailableError, so nothing is acknowledged unstored.
  */
 export function createProducer(
   connection: RedisClient,
@@ -241,7 +243,8 @@ export function createProducer(
     });
     const first = adds[0];
     if (!first) return plan;
-    // Nothing to bind or de-duplicate: the script is given a key of the event's own (never read) in the binding's place.
+    // Nothing to bind or de-duplicate: the script is given a key of the event's own (never read) in the binding's
+    // place.
     const ingestion: Ingestion = {
       adds,
       binding: { key: ownKeys.dedup(settings.prefix, event.eventId), none: true },
@@ -270,7 +273,8 @@ export function createProducer(
   function confirmReplicated(replicas: number | undefined): void {
     if (settings.minReplicasAck === 0 || (replicas ?? 0) >= settings.minReplicasAck) return;
     throw new EnqueueUnavailableError(
-      `only ${replicas ?? 0} of ${settings.minReplicasAck} replicas confirmed the write within ${settings.enqueueTimeoutMs} ms`,
+      `only ${replicas ?? 0} of ${settings.minReplicasAck} replicas confirmed the write within ` +
+        `${settings.enqueueTimeoutMs} ms`,
       { reason: 'replicas' },
     );
   }

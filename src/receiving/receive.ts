@@ -44,7 +44,9 @@ export interface IncomingNotification {
   startedAt: number;
   /** performance.now() at the start of the request, for latency. */
   startedAtHr: number;
-  /** The sender's address as the source allowlist judges it (`req.ip`, so after `trust proxy`), asked only when needed. */
+  /**
+   * The sender's address as the source allowlist judges it (`req.ip`, so after `trust proxy`), asked only when needed.
+   */
   source?: () => string | undefined;
   /** The request's server span, while tracing is on. */
   span?: NotifySpan;
@@ -221,7 +223,10 @@ export async function receiveNotification(deps: ReceiveDeps, n: IncomingNotifica
 
 const NOT_UTF8: ParsedPayload = { ok: false, errors: ['body is not valid UTF-8'] };
 
-/** How an enqueue ends, as counted: a new quarantine counts as one (`not_accepted` on its own), a known one as what it is. */
+/**
+ * How an enqueue ends, as counted: a new quarantine counts as one (`not_accepted` on its own), a known one as what it
+ * is.
+ */
 function outcomeOf(
   result: EnqueueResult,
   reason: QuarantineReason | undefined,

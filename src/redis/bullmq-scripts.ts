@@ -26,7 +26,8 @@ export function bullmqScript(name: EmbeddedScript): BullmqScript {
     script = (require(`bullmq/dist/cjs/scripts/${file}`) as Record<string, BullmqScript | undefined>)[name];
   } catch (err) {
     throw new Error(
-      `BullMQ ${installedVersion()} does not ship its ${file} script, which ours embed: install the version package.json pins`,
+      `BullMQ ${installedVersion()} does not ship its ${file} script, which ours embed: install the version ` +
+        `package.json pins`,
       { cause: err },
     );
   }

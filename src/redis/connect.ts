@@ -110,7 +110,10 @@ export function createRedisConnector(config: Config): RedisConnector {
   };
 }
 
-/** Resolves once the connection is ready: BullMQ waits like this itself; our own commands on a connection without an offline queue must too. */
+/**
+ * Resolves once the connection is ready: BullMQ waits like this itself; our own commands on a connection without an
+ * offline queue must too.
+ */
 export function whenReady(connection: RedisClient): Promise<void> {
   if (connection.status === 'ready') return Promise.resolve();
   return new Promise((resolve) => connection.once('ready', () => resolve()));

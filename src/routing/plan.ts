@@ -3,7 +3,9 @@ import type { Target } from '../model/target-schema';
 import { orderingKeyOf } from './ordering-key';
 import { routeEvent } from './routing';
 
-/** What planning reads of an event: the fields every delivery job carries, and the payload routing and ordering read. */
+/**
+ * What planning reads of an event: the fields every delivery job carries, and the payload routing and ordering read.
+ */
 export type PlannedEvent = DeliveryFields & { payload: unknown };
 
 /** One delivery job to write, for the target it goes to. */

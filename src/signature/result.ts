@@ -10,7 +10,10 @@ export type RejectionReason =
   | 'malformed_merchant_id'
   | 'source_not_allowed';
 
-/** `request`: a malformed unsigned header (answered 400); `source`: an address not allowed (403); the others are answered 401. */
+/**
+ * `request`: a malformed unsigned header (answered 400); `source`: an address not allowed (403); the others are
+ * answered 401.
+ */
 export type RejectionClass = 'header' | 'timestamp' | 'signature' | 'request' | 'source';
 
 export const REJECTION_CLASS: Record<RejectionReason, RejectionClass> = {

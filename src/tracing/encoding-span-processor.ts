@@ -44,7 +44,8 @@ export class EncodingSpanProcessor implements SpanProcessor {
     }
     if (this.dropped > 0) {
       this.report(
-        `dropped ${this.dropped} spans: the export queue (OTEL_BSP_MAX_QUEUE_SIZE ${this.settings.maxQueueSize}) was full`,
+        `dropped ${this.dropped} spans: the export queue (OTEL_BSP_MAX_QUEUE_SIZE ${this.settings.maxQueueSize}) was ` +
+          `full`,
       );
       this.dropped = 0;
     }

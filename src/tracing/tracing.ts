@@ -57,7 +57,10 @@ export interface AttemptSpan {
 
 /** What starts an attempt span. */
 export interface AttemptStart {
-  /** The `traceparent` stored with the delivery job (absent: the job was written with tracing off, so the attempt starts a trace). */
+  /**
+   * The `traceparent` stored with the delivery job (absent: the job was written with tracing off, so the attempt starts
+   * a trace).
+   */
   trace: string | undefined;
   target: string;
   /** `http` or a broker's kind. */

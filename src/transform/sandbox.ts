@@ -91,7 +91,10 @@ interface Pending {
   reject(err: Error): void;
 }
 
-/** Calls handed to a thread at most, in batches: it runs them one after another, without waiting on this thread to send the next. */
+/**
+ * Calls handed to a thread at most, in batches: it runs them one after another, without waiting on this thread to send
+ * the next.
+ */
 const MAX_SENT = 64;
 
 /**
@@ -128,7 +131,8 @@ export function startSandbox(code: TransformCode, timeoutMs: number): Sandbox {
 
   function startThread(wasmModule: WasmModule): Promise<TransformFault | undefined> {
     const workerData: ThreadData = { ...data, wasm: wasmModule };
-    // execArgv: none of the process's own (a loader such as ts-node, heap flags): the thread runs plain JavaScript within its own limits.
+    // execArgv: none of the process's own (a loader such as ts-node, heap flags): the thread runs plain JavaScript
+    // within its own limits.
     const thread = new Worker(THREAD_SOURCE, {
       eval: true,
       workerData,
@@ -183,7 +187,9 @@ export function startSandbox(code: TransformCode, timeoutMs: number): Sandbox {
     });
   }
 
-  /** The thread is gone while running the oldest call: that call fails; the others never ran, and go to the next thread. */
+  /**
+   * The thread is gone while running the oldest call: that call fails; the others never ran, and go to the next thread.
+   */
   function cut(fault: TransformFault): void {
     clearTimeout(watchdog);
     const running = sent.shift();

@@ -102,7 +102,10 @@ export function sandboxThread(makeClock: typeof createRunClock): void {
     globalThis.isLosslessNumber = isLosslessNumber;
     const out = '\\u0000${token}:';
     Object.defineProperty(LosslessNumber.prototype, 'toJSON', { value: function () { return out + this.value; } });
-    const revive = (k, v) => (typeof v === 'string' && v.charCodeAt(0) === 0 ? (v.charCodeAt(1) === 110 ? new LosslessNumber(v.slice(2)) : v.slice(2)) : v);
+    const revive = (k, v) => {
+      if (typeof v !== 'string' || v.charCodeAt(0) !== 0) return v;
+      return v.charCodeAt(1) === 110 ? new LosslessNumber(v.slice(2)) : v.slice(2);
+    };
     function strict(k, v) {
       const where = k === '' ? 'the result' : JSON.stringify(String(k));
       switch (typeof v) {
@@ -119,7 +122,9 @@ export function sandboxThread(makeClock: typeof createRunClock): void {
     return function run(transform, text) {
       const result = transform(JSON.parse(text, revive));
       if (result === null) return null;
-      if (result === undefined) throw new TypeError('not JSON: transform returned nothing (return null to send nothing)');
+      if (result === undefined) {
+        throw new TypeError('not JSON: transform returned nothing (return null to send nothing)');
+      }
       return JSON.stringify(result, strict);
     };
   })()`;
@@ -139,7 +144,10 @@ export function sandboxThread(makeClock: typeof createRunClock): void {
   const MAX_MESSAGE = 300;
   const clock = makeClock(data.timeoutMs, Date.now, threadCpuMs());
 
-  /** This thread's CPU time in ms (Linux: user and system clock ticks of /proc/thread-self/stat), or undefined elsewhere. */
+  /**
+   * This thread's CPU time in ms (Linux: user and system clock ticks of /proc/thread-self/stat), or undefined
+   * elsewhere.
+   */
   function threadCpuMs(): (() => number) | undefined {
     try {
       const fd = openSync('/proc/thread-self/stat', 'r');

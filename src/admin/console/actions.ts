@@ -21,7 +21,9 @@ interface ActionSpec {
   /** The parameters it takes; those marked `true` are required. */
   params: Record<string, boolean>;
   title: string;
-  /** What will happen, for the confirmation page; `none` when there is nothing to do (the confirm button is left out). */
+  /**
+   * What will happen, for the confirmation page; `none` when there is nothing to do (the confirm button is left out).
+   */
   describe(p: Params, deps: ActionDeps): Promise<{ text: Html; none?: boolean }>;
   /** Runs it through the audited operation; answers where to go back to, with what is done. */
   run(actor: Actor, p: Params, deps: ActionDeps): Promise<string>;
@@ -40,7 +42,11 @@ export const ACTIONS: Record<string, ActionSpec> = {
       return {
         text: html`<p>
           Deliver event <span class="mono">${p.event}</span> again to
-          ${p.target ? html`target <strong>${p.target}</strong>` : 'every target subscribed to its type (a target whose filter leaves it out is skipped)'},
+          ${
+            p.target
+              ? html`target <strong>${p.target}</strong>`
+              : 'every target subscribed to its type (a target whose filter leaves it out is skipped)'
+          },
           with the same <span class="mono">webhook-id</span>, as a new attempt series marked
           <strong>resend</strong> with your name.
         </p>`,
@@ -75,7 +81,8 @@ export const ACTIONS: Record<string, ActionSpec> = {
       const count = (
         await deadLetters.list({ target: p.target || undefined, eventType: p.eventType || undefined, limit: MAX_LIST })
       ).filter((d) => !d.unreadable).length;
-      const which = html`${p.target ? html` of target <strong>${p.target}</strong>` : ' of every target'}${p.eventType ? html`, type <strong>${p.eventType}</strong>` : ''}`;
+      const ofTarget = p.target ? html` of target <strong>${p.target}</strong>` : ' of every target';
+      const which = html`${ofTarget}${p.eventType ? html`, type <strong>${p.eventType}</strong>` : ''}`;
       if (count === 0) return { text: html`<p>There is no dead letter${which} to replay.</p>`, none: true };
       return {
         text: html`<p>

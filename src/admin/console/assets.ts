@@ -6,22 +6,28 @@
 
 export const CONSOLE_CSS = `
 *{box-sizing:border-box}
-body{margin:0;font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;color:#1b1f24;background:#f6f7f9}
+body{margin:0;font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;
+  color:#1b1f24;background:#f6f7f9}
 a{color:#0b57b0}
-a:focus-visible,button:focus-visible,input:focus-visible,select:focus-visible{outline:3px solid #f0a000;outline-offset:1px}
+a:focus-visible,button:focus-visible,input:focus-visible,select:focus-visible{outline:3px solid #f0a000;
+  outline-offset:1px}
 .skip{position:absolute;left:-999px}.skip:focus{left:8px;top:8px;background:#fff;padding:6px;z-index:2}
-header{display:flex;flex-wrap:wrap;justify-content:space-between;align-items:center;gap:8px;padding:8px 16px;background:#1d2733;color:#fff}
+header{display:flex;flex-wrap:wrap;justify-content:space-between;align-items:center;gap:8px;padding:8px 16px;
+  background:#1d2733;color:#fff}
 header nav{display:flex;flex-wrap:wrap;gap:14px;align-items:center}
 header a{color:#dbe7ff}header a[aria-current=page]{color:#fff;font-weight:600;text-decoration-thickness:2px}
 .brand{font-weight:700;margin-right:8px}
 .who{margin:0;font-size:13px}.role{border:1px solid #9fb3c8;border-radius:3px;padding:0 5px;margin-left:4px}
 main{padding:16px;max-width:1400px;margin:0 auto}
 h1{font-size:22px;margin:4px 0 12px}h2{font-size:18px;margin:22px 0 8px}h3{font-size:16px;margin:16px 0 6px}
-form.search{display:flex;flex-wrap:wrap;gap:10px;align-items:flex-end;background:#fff;border:1px solid #d5dae1;border-radius:6px;padding:12px}
+form.search{display:flex;flex-wrap:wrap;gap:10px;align-items:flex-end;background:#fff;border:1px solid #d5dae1;
+  border-radius:6px;padding:12px}
 form.search label{display:flex;flex-direction:column;font-size:13px;gap:2px}
 form.search .q{flex:1 1 280px}
-input,select{font:inherit;padding:5px 7px;border:1px solid #8a96a3;border-radius:4px;background:#fff;color:#1b1f24;min-width:0}
-button,.button{font:inherit;padding:5px 12px;border-radius:4px;border:1px solid #0b57b0;background:#0b57b0;color:#fff;cursor:pointer;text-decoration:none;display:inline-block}
+input,select{font:inherit;padding:5px 7px;border:1px solid #8a96a3;border-radius:4px;background:#fff;color:#1b1f24;
+  min-width:0}
+button,.button{font:inherit;padding:5px 12px;border-radius:4px;border:1px solid #0b57b0;background:#0b57b0;color:#fff;
+  cursor:pointer;text-decoration:none;display:inline-block}
 .button.secondary,button.secondary{background:#fff;color:#0b57b0}
 .button.danger,button.danger{background:#a4161a;border-color:#a4161a;color:#fff}
 .table-wrap{overflow-x:auto;background:#fff;border:1px solid #d5dae1;border-radius:6px;margin:8px 0}
@@ -30,10 +36,12 @@ th,td{text-align:left;padding:6px 8px;border-bottom:1px solid #e4e7eb;vertical-a
 th{background:#eef1f4;font-weight:600;white-space:nowrap}
 td.mono,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:13px;word-break:break-all}
 time{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:13px;white-space:nowrap}
-.badge{display:inline-block;padding:0 7px;border-radius:10px;font-size:13px;border:1px solid #7a8591;background:#eef1f4;color:#1b1f24;white-space:nowrap}
+.badge{display:inline-block;padding:0 7px;border-radius:10px;font-size:13px;border:1px solid #7a8591;
+  background:#eef1f4;color:#1b1f24;white-space:nowrap}
 .s-delivered{background:#dff3e4;border-color:#2e7d32}.s-dead_letter,.s-failed{background:#fde2e1;border-color:#a4161a}
 .s-retrying{background:#fff1d6;border-color:#9a6200}.s-paused,.s-waiting_turn{background:#e6ecff;border-color:#3451b2}
-dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:4px 14px;background:#fff;border:1px solid #d5dae1;border-radius:6px;padding:12px;margin:8px 0}
+dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:4px 14px;background:#fff;border:1px solid #d5dae1;
+  border-radius:6px;padding:12px;margin:8px 0}
 dl.facts dt{font-weight:600}dl.facts dd{margin:0;word-break:break-all}
 section.delivery{background:#fff;border:1px solid #d5dae1;border-radius:6px;padding:10px 12px;margin:10px 0}
 section.delivery h3{margin-top:0}
@@ -45,7 +53,8 @@ pre{background:#fff;border:1px solid #d5dae1;border-radius:6px;padding:10px;over
 .muted{color:#4a5561}
 .pager{display:flex;gap:12px;align-items:center;margin:8px 0}
 .live{font-size:13px}
-@media (max-width:600px){main{padding:10px}dl.facts{grid-template-columns:1fr}dl.facts dd{margin-bottom:6px}form.search label{flex:1 1 100%}}
+@media (max-width:600px){main{padding:10px}dl.facts{grid-template-columns:1fr}dl.facts dd{margin-bottom:6px}
+  form.search label{flex:1 1 100%}}
 `;
 
 export const CONSOLE_JS = `'use strict';

@@ -119,12 +119,19 @@ function deliverySection(eventId: string, d: DeliveryDetail, canAct: boolean): H
   return html`<section class="delivery" data-target="${d.target}" aria-labelledby="t-${d.target}">
     <h3 id="t-${d.target}">${d.target} ${badge(d.consoleState, label)}</h3>
     ${d.deliveredAt ? html`<p>Delivered at ${time(d.deliveredAt)}.</p>` : ''}
-    ${d.consoleState === 'dead_letter' && d.failedReason ? html`<p>Last failure: <span class="mono">${d.failedReason}</span></p>` : ''}
+    ${
+      d.consoleState === 'dead_letter' && d.failedReason
+        ? html`<p>Last failure: <span class="mono">${d.failedReason}</span></p>`
+        : ''
+    }
     ${d.ordering ? orderingText(d.ordering) : ''} ${body} ${canAct ? deliveryActions(eventId, d) : ''}
   </section>`;
 }
 
-/** One event's story: its receipt, the payload (masked) and, for every target, its state and every attempt of every series. */
+/**
+ * One event's story: its receipt, the payload (masked) and, for every target, its state and every attempt of every
+ * series.
+ */
 export function eventPage(e: EventDetail, canAct: boolean, done: string | undefined): Html {
   const payload =
     e.payload === undefined
@@ -161,7 +168,9 @@ export function eventPage(e: EventDetail, canAct: boolean, done: string | undefi
       <dd class="mono">${e.path}</dd>
       <dt>Where</dt>
       <dd>
-        ${e.state}${e.quarantineReason ? ` (quarantined: ${e.quarantineReason})` : ''}${e.corrected ? ', replayed with a corrected body' : ''}
+        ${e.state}${e.quarantineReason ? ` (quarantined: ${e.quarantineReason})` : ''}${
+          e.corrected ? ', replayed with a corrected body' : ''
+        }
       </dd>
       ${
         e.errors?.length
@@ -170,9 +179,21 @@ export function eventPage(e: EventDetail, canAct: boolean, done: string | undefi
           : ''
       }
     </dl>
-    ${canAct && e.deliveries.some((d) => d.consoleState !== 'filtered') ? html`<div class="actions"><a class="button" href="${CONSOLE_PATH}/confirm/resend${query({ event: e.eventId })}">Resend to every target…</a></div>` : ''}
+    ${
+      canAct && e.deliveries.some((d) => d.consoleState !== 'filtered')
+        ? html`<div class="actions">
+            <a class="button" href="${CONSOLE_PATH}/confirm/resend${query({ event: e.eventId })}"
+              >Resend to every target…</a
+            >
+          </div>`
+        : ''
+    }
     <h2>Deliveries</h2>
-    ${e.deliveries.length ? e.deliveries.map((d) => deliverySection(e.eventId, d, canAct)) : html`<p>No target took this event.</p>`}
+    ${
+      e.deliveries.length
+        ? e.deliveries.map((d) => deliverySection(e.eventId, d, canAct))
+        : html`<p>No target took this event.</p>`
+    }
     <h2>Payload</h2>
     <p class="muted">Sensitive fields are masked.</p>
     ${payload}`;

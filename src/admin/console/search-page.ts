@@ -118,7 +118,12 @@ export function searchPage(
     : problem
       ? ''
       : html`<p>
-          ${text ? `No event with request_id, event id or webhook-id ${text} (unknown, or past the retention and de-duplication windows).` : 'No deliveries match.'}
+          ${
+            text
+              ? `No event with request_id, event id or webhook-id ${text} ` +
+                '(unknown, or past the retention and de-duplication windows).'
+              : 'No deliveries match.'
+          }
         </p>`;
   const budget = page?.budgetSpent
     ? html`<p class="muted">

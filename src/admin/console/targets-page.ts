@@ -62,7 +62,15 @@ export function targetsPage(targets: readonly TargetOverview[], canAct: boolean,
                 : html`<a class="button secondary" href="${CONSOLE_PATH}/confirm/pause${query({ target: t.target })}"
                     >Pause…</a
                   >`
-            }${t.deadLetters > 0 ? html`<a class="button secondary" href="${CONSOLE_PATH}/confirm/replay-all${query({ target: t.target })}">Replay dead letters…</a>` : ''}
+            }${
+              t.deadLetters > 0
+                ? html`<a
+                    class="button secondary"
+                    href="${CONSOLE_PATH}/confirm/replay-all${query({ target: t.target })}"
+                    >Replay dead letters…</a
+                  >`
+                : ''
+            }
           </div>
         </td>`
       : '';

@@ -37,7 +37,8 @@ async function redisWarnings(config: Config, where: string): Promise<string[]> {
     return each.flat();
   } catch (err) {
     return [
-      `could not ask Redis at ${where} about persistence and eviction (${(err as Error).message}): check appendonly yes and maxmemory-policy noeviction yourself`,
+      `could not ask Redis at ${where} about persistence and eviction (${(err as Error).message}): check appendonly ` +
+        `yes and maxmemory-policy noeviction yourself`,
     ];
   } finally {
     redis.disconnect();

@@ -8,7 +8,9 @@ export const KEY_FILES = {
   publicKeyPem: 'platform-public.pem',
 } as const;
 
-/** Creates a test platform key pair: the private key signs test notifications, the public key configures the receiver. */
+/**
+ * Creates a test platform key pair: the private key signs test notifications, the public key configures the receiver.
+ */
 export function keygen(dir: string, out: (line: string) => void): void {
   mkdirSync(dir, { recursive: true });
   const pair = generateTestKeyPair();

@@ -81,7 +81,8 @@ export function eventCommand(ctx: OperatorContext, args: string[]): Promise<numb
         continue;
       }
       out(
-        `${event.eventId}  ${event.eventType}  ${event.environment ?? ''}  received ${event.receivedAt}  in ${event.queue} (${event.state})`,
+        `${event.eventId}  ${event.eventType}  ${event.environment ?? ''}  received ${event.receivedAt}  in ` +
+          `${event.queue} (${event.state})`,
       );
       if (event.traceId) out(`  trace ${event.traceId}`);
       if (event.copies) out(`  ${copiesLine(event.copies)}`);
@@ -211,7 +212,8 @@ export function targetCommand(ctx: OperatorContext, args: string[]): Promise<num
       try {
         const released = await recoveryFor(ctx, pipeline).releaseBlockedKey(ctx.actor, name, key);
         out(
-          `released  ${name} key ${JSON.stringify(key)}: its later deliveries go on; the dead letter ${name}/${released.eventId} stays`,
+          `released  ${name} key ${JSON.stringify(key)}: its later deliveries go on; the dead letter ` +
+            `${name}/${released.eventId} stays`,
         );
         return 0;
       } catch (err) {
@@ -228,5 +230,8 @@ export function targetCommand(ctx: OperatorContext, args: string[]): Promise<num
 /** The copies of an event that came after the first, in words. */
 function copiesLine({ duplicates, replays, lastAt }: EventCopies): string {
   const n = (count: number, word: string) => `${count} ${word}${count === 1 ? '' : 's'}`;
-  return `copies after the first: ${n(duplicates, 'duplicate')}, ${n(replays, 'replay')} refused${lastAt ? `; the last at ${lastAt}` : ''}`;
+  return (
+    `copies after the first: ${n(duplicates, 'duplicate')}, ` +
+    `${n(replays, 'replay')} refused${lastAt ? `; the last at ${lastAt}` : ''}`
+  );
 }

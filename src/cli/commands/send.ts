@@ -16,7 +16,9 @@ export interface SendOptions {
   appId?: string;
   merchantId?: string;
   subMerchantId?: string;
-  /** The receiver's name for the environment whose key signs (it takes part in the event id). @defaultValue production */
+  /**
+   * The receiver's name for the environment whose key signs (it takes part in the event id). @defaultValue production
+   */
   environment?: string;
   /** Send the very same signed request this many times (to see replays answered). */
   times: number;

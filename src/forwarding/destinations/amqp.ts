@@ -17,7 +17,10 @@ import { fillTemplate, type AmqpDestination } from '../../model/destination-sche
 import type { DeliveryJob } from '../../model/jobs';
 import type { Target } from '../../model/target-schema';
 
-/** Seconds between AMQP heartbeats unless the URL says (`?heartbeat=`): a broker that stops answering is noticed within two. */
+/**
+ * Seconds between AMQP heartbeats unless the URL says (`?heartbeat=`): a broker that stops answering is noticed within
+ * two.
+ */
 const HEARTBEAT_S = 10;
 
 interface Link {

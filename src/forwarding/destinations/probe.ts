@@ -40,7 +40,9 @@ async function probeAmqp(d: AmqpDestination, timeoutMs: number): Promise<ProbeRe
       () => ({ ok: true, line: `reachable; exchange "${d.exchange}" exists` }),
       (err: unknown) => ({
         ok: false,
-        line: `reachable, but exchange "${d.exchange}" does not exist (${describeError(err)}): every delivery would fail`,
+        line:
+          `reachable, but exchange "${d.exchange}" does not exist (${describeError(err)}): every delivery would ` +
+          `fail`,
       }),
     );
   } finally {
@@ -61,12 +63,16 @@ async function probeNats(target: Target, d: NatsDestination, timeoutMs: number):
     if (missing.length) {
       return {
         ok: false,
-        line: `reachable, but no stream captures ${missing.map((s) => `"${s}"`).join(', ')}: those deliveries would be dead-lettered (no stream)`,
+        line:
+          `reachable, but no stream captures ${missing.map((s) => `"${s}"`).join(', ')}: those deliveries would ` +
+          `be dead-lettered (no stream)`,
       };
     }
     return {
       ok: true,
-      line: `reachable; stream ${streams.map((s) => `"${s}"`).join(', ')} captures ${subjects.length === 1 ? `"${subjects[0]}"` : `its ${subjects.length} subjects`}`,
+      line:
+        `reachable; stream ${streams.map((s) => `"${s}"`).join(', ')} captures ` +
+        `${subjects.length === 1 ? `"${subjects[0]}"` : `its ${subjects.length} subjects`}`,
     };
   } finally {
     await nc.close();
@@ -93,7 +99,9 @@ async function probeRedisStream(d: RedisStreamDestination, timeoutMs: number): P
       ? { ok: true, line: `reachable; ${replicas} replicas connected (minReplicasAck ${d.minReplicasAck})` }
       : {
           ok: false,
-          line: `reachable, but ${replicas} replicas connected and minReplicasAck is ${d.minReplicasAck}: every delivery would fail`,
+          line:
+            `reachable, but ${replicas} replicas connected and minReplicasAck is ${d.minReplicasAck}: every ` +
+            `delivery would fail`,
         };
   } finally {
     redis.disconnect();

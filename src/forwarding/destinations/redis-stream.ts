@@ -45,7 +45,8 @@ export function createRedisStreamTransport(
     const r = openStreamRedis(d, target.timeoutMs);
     redis = r;
     r.on('error', (err: Error) => (lastError = err.message));
-    // The client reconnects by itself (its retryStrategy); the log hears once that it lost Redis and once that it is back.
+    // The client reconnects by itself (its retryStrategy); the log hears once that it lost Redis and once that it is
+    // back.
     r.on('close', () => redis === r && notices.lost(lastError || 'the connection closed'));
     r.on('ready', () => notices.restored());
     return r;
@@ -80,7 +81,8 @@ export function createRedisStreamTransport(
           if (acked < d.minReplicasAck) {
             throw brokerFailure(
               'broker',
-              `only ${acked} of ${d.minReplicasAck} replicas confirmed stream "${stream}" entry ${entry} within ${target.timeoutMs} ms (WAIT)`,
+              `only ${acked} of ${d.minReplicasAck} replicas confirmed stream "${stream}" entry ${entry} within ` +
+                `${target.timeoutMs} ms (WAIT)`,
               elapsed(),
             );
           }
