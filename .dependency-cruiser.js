@@ -18,6 +18,7 @@ const LAYERS = [
   'pipeline', // the queue registry, the producer (the only writer of jobs), the event lookup
   'monitoring', // Prometheus series, queue and ordering gauges, Redis durability
   'receiving', // verify, parse, queue, acknowledge one notification
+  'reconciliation', // expectations of notifications, and the signed inquiries that chase overdue ones
   'forwarding', // the fan-out and delivery workers, one attempt, the forwarded request
   'http', // the public port's app
   'operations', // operator actions behind the admin API and the CLI

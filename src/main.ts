@@ -1,3 +1,4 @@
+import { loadApiEnvironments } from './config/api-environments';
 import { loadEnvironments } from './config/keys';
 import { ConfigError } from './config/errors';
 import { mistypedEnv } from './config/env-warnings';
@@ -18,6 +19,7 @@ async function main(): Promise<void> {
   let config;
   let environments;
   let redis;
+  let apiEnvironments;
   let configWarnings: string[] = [];
   // The logger needs the config, so key warnings wait here and are logged once it exists.
   const keyWarnings: [string, Record<string, unknown>][] = [];
@@ -32,6 +34,8 @@ async function main(): Promise<void> {
       config.role === 'worker'
         ? []
         : loadEnvironments(config, { warn: (message, fields) => keyWarnings.push([message, fields]) });
+    // The merchant's key and the inquiry functions, for the workers' inquiries about overdue expectations.
+    apiEnvironments = config.role === 'receiver' ? [] : loadApiEnvironments(config, process.env);
     redis = createRedisConnector(config);
     tracingSettings(process.env);
   } catch (err) {
@@ -61,7 +65,7 @@ async function main(): Promise<void> {
     keyPrefix: keyPrefix(config.queuePrefix),
     minReplicasAck: config.redisMinReplicasAck,
   });
-  const service = await startService(config, environments, logger, metrics, redis, process.env);
+  const service = await startService(config, environments, logger, metrics, redis, process.env, apiEnvironments);
 
   let stopping = false;
   const stop = (signal: string) => {

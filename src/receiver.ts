@@ -14,6 +14,8 @@ import { createMasker } from './logging/mask';
 import type { Metrics } from './monitoring/metrics';
 import type { Pipeline } from './pipeline/pipeline';
 import { createSignatureCheck } from './signature/check';
+import { expectationArrivals } from './reconciliation/arrivals';
+import { createExpectationStore } from './reconciliation/store';
 
 export interface RunningReceiver {
   server: Server;
@@ -64,6 +66,13 @@ export function buildReceiverApp({
     sourceAllowed: sourceCidrs.length > 0 ? createSourceAllowlist(sourceCidrs) : undefined,
     trustProxy: config.trustProxy,
     bodyBudget: new BodyBudget(config.unverifiedBodyBudgetBytes),
+    arrived: expectationArrivals(
+      createExpectationStore(pipeline.redis, pipeline.prefix),
+      config.expectations,
+      metrics,
+      logger,
+      clock,
+    ),
   });
 }
 

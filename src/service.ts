@@ -1,4 +1,6 @@
 import { startAdmin, type RunningAdmin } from './admin/server';
+import { loadApiEnvironments, type ApiEnvironment } from './config/api-environments';
+import { environmentNames } from './config/environments';
 import type { PlatformEnvironment } from './config/keys';
 import type { Config } from './config/schema';
 import { startWorkers, type RunningWorkers } from './forwarding/workers';
@@ -8,12 +10,16 @@ import { createPipeline, pipelineOptions, type Pipeline } from './pipeline/pipel
 import { createReloader, type Reloader } from './operations/reload';
 import { startReceiver, type RunningReceiver } from './receiver';
 import { reportConnectionErrors, type RedisConnector } from './redis/connect';
+import { startReconciler, type Reconciler } from './reconciliation/reconciler';
+import { createExpectationStore } from './reconciliation/store';
 
 export interface RunningService {
   pipeline: Pipeline;
   receiver?: RunningReceiver;
   workers?: RunningWorkers;
   admin: RunningAdmin;
+  /** Watches over expectations and asks the platform about overdue ones (where workers run). */
+  reconciler?: Reconciler;
   /** Re-reads the configuration in this process: targets take effect, other changes are reported. */
   reloader: Reloader;
   close(): Promise<void>;
@@ -33,6 +39,8 @@ export async function startService(
   redis: RedisConnector,
   /** The environment the configuration was loaded from, for reloads. */
   env: Record<string, string | undefined> = {},
+  /** The environments whose API is configured (`loadApiEnvironments`); read from `env` when not given. */
+  apiEnvironments: readonly ApiEnvironment[] = loadApiEnvironments(config, env),
 ): Promise<RunningService> {
   const connection = redis.open('producer');
   reportConnectionErrors(connection, logger, 'producer');
@@ -40,6 +48,20 @@ export async function startService(
   const receiver =
     config.role !== 'worker' ? await startReceiver({ config, environments, logger, metrics, pipeline }) : undefined;
   const workers = config.role !== 'receiver' ? startWorkers(config, pipeline, logger, metrics, redis) : undefined;
+  const reconciler =
+    config.role !== 'receiver'
+      ? startReconciler({
+          store: createExpectationStore(pipeline.redis, pipeline.prefix),
+          settings: config.expectations,
+          environments: apiEnvironments,
+          environmentNames: environmentNames(config),
+          producer: pipeline,
+          metrics,
+          logger,
+          toleranceMs: config.timestampToleranceMs,
+          headerPrefix: config.signatureHeaderPrefix,
+        })
+      : undefined;
   const reloader = createReloader({ env, config, pipeline, workers, logger });
   const admin = await startAdmin(config, pipeline, logger, metrics.registry, reloader);
   return {
@@ -47,10 +69,12 @@ export async function startService(
     receiver,
     workers,
     admin,
+    reconciler,
     reloader,
     async close() {
       // Stop taking notifications first, then let deliveries finish, then the admin port, then the queues.
       await receiver?.close();
+      await reconciler?.close();
       await workers?.close();
       await admin.close();
       await pipeline.close();

@@ -23,6 +23,8 @@ import { readiness } from './health';
 import { sameOriginWrites } from './same-origin';
 import { deadLetterRoutes } from './routes/dead-letters';
 import { eventRoutes } from './routes/events';
+import { expectationRoutes } from './routes/expectations';
+import type { Expectations } from '../reconciliation/expectations';
 import { quarantineRoutes } from './routes/quarantine';
 import { queueRoutes } from './routes/queues';
 import { targetRoutes } from './routes/targets';
@@ -35,6 +37,8 @@ export interface AdminDeps {
   quarantine: Quarantine;
   targets: TargetControl;
   resender: Resender;
+  /** Expected notifications: added by the merchant's systems, listed, cancelled. */
+  expectations: Expectations;
   /** Re-reads the configuration (`POST /admin/api/config/reload`); absent where nothing can be reloaded. */
   reloader?: Reloader;
   registry: Registry;
@@ -126,6 +130,7 @@ export function createAdminApp(deps: AdminDeps): Express {
   api.use('/dead-letters', deadLetterRoutes(deps.deadLetters, recovery));
   api.use('/quarantine', quarantineRoutes(deps.quarantine, recovery));
   api.use('/targets', targetRoutes(deps.targets, blockedKeys, recovery));
+  api.use('/expectations', expectationRoutes(deps.expectations));
   app.use('/admin/api', api);
   app.use(
     CONSOLE_PATH,
@@ -137,6 +142,7 @@ export function createAdminApp(deps: AdminDeps): Express {
       recovery,
       deadLetters: deps.deadLetters,
       blockedKeys,
+      expectations: deps.expectations,
       environments: deps.environments ?? ['production'],
       logger: deps.logger,
     }),

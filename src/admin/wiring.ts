@@ -15,6 +15,7 @@ import { buildOpenApiDocument } from '../openapi/document';
 import type { Pipeline } from '../pipeline/pipeline';
 import { createAdminApp } from './app';
 import { environmentNames } from '../config/environments';
+import { createExpectations } from '../reconciliation/expectations';
 
 /** Builds the admin app and its operations over the process's pipeline; the caller listens. */
 export function wireAdmin(
@@ -63,6 +64,13 @@ export function wireAdmin(
     quarantine: createQuarantine(pipeline, { allowCorrections: config.adminAllowCorrections, logger }),
     targets: createTargetControl(pipeline),
     resender: createResender(pipeline),
+    expectations: createExpectations({
+      redis,
+      prefix: pipeline.prefix,
+      settings: config.expectations,
+      environments: environmentNames(config),
+      logger,
+    }),
     reloader,
     registry,
     openapi: buildOpenApiDocument({ headerPrefix: config.signatureHeaderPrefix, basePath: config.callbackBasePath }),

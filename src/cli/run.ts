@@ -4,6 +4,7 @@ import { cliActor } from './actor';
 import { configCheckCommand } from './commands/config-check';
 import type { OperatorContext } from './operator-context';
 import { deadLetterCommand } from './commands/dead-letters';
+import { expectCommand } from './commands/expect';
 import { eventCommand, quarantineCommand, queuesCommand, targetCommand } from './commands/operations';
 import { keygen } from './commands/keygen';
 import { transformTestCommand } from './commands/transform';
@@ -62,6 +63,10 @@ given --defaults):
   target list | pause <name> | resume <name>
   target blocked <name>              an ordered target's keys held back by a dead letter (onDeadLetter: block)
   target release <name> <key>        let the key's later deliveries go on; its dead letter stays
+  expect <event-type> <request_id> (--due-in SECONDS | --due-by TIME) [--environment E]
+                                     expect that notification: asked about at the platform when overdue
+  expect list [--state S] [--request-id R] [--json]
+  expect cancel <expectation id>     no inquiry about it from now on
 `;
 
 export interface CliIo extends OperatorEnv {
@@ -114,6 +119,8 @@ async function dispatch(argv: string[], io: CliIo): Promise<number> {
       return quarantineCommand(operator(io, useDefaults), rest);
     case 'target':
       return targetCommand(operator(io, useDefaults), rest);
+    case 'expect':
+      return expectCommand(operator(io, useDefaults), rest);
     case 'config':
       if (rest[0] !== 'check') break;
       return configCheckCommand(io.env, io.out);

@@ -3,6 +3,7 @@ import { filterProblems } from '../model/filter';
 import { targetSchema } from '../model/target-schema';
 import { DEFAULT_ENVIRONMENT } from '../model/environments';
 import { environmentNames } from './environments';
+import { apiSchema, expectationsSchema } from './api-schema';
 import { checkRedisSettings, redisSettingsShape } from './redis-schema';
 import { parseSubnet } from '../model/subnets';
 
@@ -41,6 +42,8 @@ const environmentSchema = z.object({
       error: 'must be a mapping of fields to conditions, e.g. { "data.merchant_no": { $in: [M100023] } }',
     })
     .optional(),
+  /** The platform's API for this environment: inquiries about expected notifications that are overdue. */
+  api: apiSchema.optional(),
 });
 
 /**
@@ -145,6 +148,7 @@ export const configSchema = z
     }),
     shutdownTimeoutMs: ms.min(1),
     targets: z.array(targetSchema),
+    expectations: expectationsSchema,
     worker: z.object({
       /** How long a worker holds a job before another may take it over (a crashed worker's jobs return after this). */
       lockDurationMs: ms.min(1000),
@@ -239,6 +243,13 @@ export const configSchema = z
         code: 'custom',
         path: ['admin', 'headersTimeoutMs'],
         message: 'must not exceed admin.requestTimeoutMs',
+      });
+    }
+    if (c.expectations.retryMaxMs < c.expectations.retryInitialMs) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['expectations', 'retryMaxMs'],
+        message: 'must be at least expectations.retryInitialMs',
       });
     }
     // A replay is recognised by the de-duplication key, so it must outlive the timestamp window twice over.

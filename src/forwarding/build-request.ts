@@ -63,19 +63,22 @@ function envelope(job: DeliveryJob, raw: string | Buffer): string | Buffer {
 }
 
 /**
- * Where the event came from, on every format: the platform environment whose key verified it, and
- * whether an operator corrected its body (the platform's signature no longer covers it). Set after the
+ * Where the event came from, on every format: the platform environment whose key verified it,
+ * whether an operator corrected its body (the platform's signature no longer covers it), and whether
+ * it was built from the answer to an inquiry rather than sent as a notification. Set after the
  * target's own headers, so no configured header can claim another environment.
  */
-function provenanceHeaders(job: Pick<DeliveryJob, 'environment' | 'corrected'>): Record<string, string> {
+function provenanceHeaders(job: Pick<DeliveryJob, 'environment' | 'corrected' | 'source'>): Record<string, string> {
   const headers: Record<string, string> = {};
   if (job.environment) headers['x-webhook-environment'] = job.environment;
   if (job.corrected) headers['x-webhook-corrected'] = 'true';
+  if (job.source) headers['x-webhook-source'] = job.source;
   return headers;
 }
 
-/** The standard envelope's `environment` (and `corrected`) members, each followed by a comma. */
-function envelopeProvenance(job: Pick<DeliveryJob, 'environment' | 'corrected'>): string {
+/** The standard envelope's `environment` (`corrected`, `source`) members, each followed by a comma. */
+function envelopeProvenance(job: Pick<DeliveryJob, 'environment' | 'corrected' | 'source'>): string {
   const environment = job.environment ? `"environment":${JSON.stringify(job.environment)},` : '';
-  return job.corrected ? `${environment}"corrected":true,` : environment;
+  const source = job.source ? `"source":${JSON.stringify(job.source)},` : '';
+  return `${job.corrected ? `${environment}"corrected":true,` : environment}${source}`;
 }

@@ -52,6 +52,11 @@ interface ReceivedNotification {
    * platform signed, and every forwarded request says so.
    */
   corrected?: true;
+  /**
+   * `inquiry`: built from the platform's signed answer to an inquiry about a notification that never
+   * came (it is not a notification the platform sent); every forwarded request says so.
+   */
+  source?: 'inquiry';
   /** The body exactly as received; Base64 when it is not valid UTF-8. */
   rawBody: string;
   rawBodyEncoding: 'utf8' | 'base64';
@@ -104,6 +109,7 @@ export type DeliveryFields = Pick<
   | 'merchantId'
   | 'environment'
   | 'corrected'
+  | 'source'
   | 'trace'
 >;
 
@@ -202,6 +208,7 @@ export function toDeliveryJob(
     merchantId,
     environment,
     corrected,
+    source,
     trace,
   } = event;
   const job: DeliveryJob = {
@@ -218,6 +225,7 @@ export function toDeliveryJob(
     target,
   };
   if (corrected) job.corrected = true;
+  if (source !== undefined) job.source = source;
   if (trace !== undefined) job.trace = trace;
   if (filtered.length > 0) job.filtered = [...filtered];
   if (orderKey !== undefined) job.orderKey = orderKey;

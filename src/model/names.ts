@@ -61,4 +61,18 @@ export const ownKeys = {
   orderBlocked: (prefix: string, target: string) => `${prefix}:ob:${target}`,
   /** One bucket of the request-id index (request id -> event ids): a day (UTC, days since 1970) and a shard. */
   requestIndex: (prefix: string, day: number, shard: number) => `${prefix}:r:${day}:${shard}`,
+  /** One expectation of a notification (a hash: its fields, state and inquiry attempts). */
+  expectation: (prefix: string, id: string) => `${prefix}:x:${id}`,
+  /** Expectations with something to do (an inquiry), by the time it is due (ms since 1970). */
+  expectationsDue: (prefix: string) => `${prefix}:x:due`,
+  /** Expectations not yet settled (open or overdue), by due time: their count is bounded. */
+  expectationsOpen: (prefix: string) => `${prefix}:x:open`,
+  /** Every kept expectation, by creation time: the listing, and the removal of settled ones past retention. */
+  expectationsAll: (prefix: string) => `${prefix}:x:all`,
+  /** `<environment> <event type> <request_id>` -> the expectation a notification of it meets. */
+  expectationMatch: (prefix: string) => `${prefix}:x:match`,
+  /** The expectations (ids) of one request_id, for a search by it. */
+  expectationsOfRequest: (prefix: string, requestId: string) => `${prefix}:x:r:${requestId}`,
+  /** A nonce of a platform's answer to an inquiry, kept past the timestamp window: a second answer with it is a replay. */
+  inquiryNonce: (prefix: string, nonce: string) => `${prefix}:x:n:${nonce}`,
 };

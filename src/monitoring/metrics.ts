@@ -190,6 +190,31 @@ export function createMetrics(
     labelNames: ['phase'] as const,
     registers: [registry],
   });
+  const expectations = new Counter({
+    name: 'webhook_expectations_total',
+    help:
+      'Expected notifications, by what became of them: created, met, overdue, overdue_without_inquiry (no inquiry ' +
+      'endpoint or none configured), missing_notification (the platform says final, no notification came), ' +
+      'unresolved, cancelled, late_notification (arrived after it settled without it)',
+    labelNames: ['event_type', 'environment', 'outcome'] as const,
+    registers: [registry],
+  });
+  const inquiries = new Counter({
+    name: 'webhook_inquiries_total',
+    help:
+      'Inquiries to the platform about overdue expectations, by outcome: final, not_final, refused (the answer ' +
+      'was not believed), failed (no usable answer)',
+    labelNames: ['event_type', 'environment', 'outcome'] as const,
+    registers: [registry],
+  });
+  const inquiryRefusals = new Counter({
+    name: 'webhook_inquiry_answers_refused_total',
+    help:
+      'Answers to inquiries not believed, by reason: unsigned, malformed, bad_signature, stale (timestamp ' +
+      'outside the window), replayed (nonce seen before)',
+    labelNames: ['environment', 'reason'] as const,
+    registers: [registry],
+  });
   const environmentSeries = (type: EventType, environment: string): EnvironmentSeries => {
     const quarantines = new Map<string, Counter.Internal>();
     const outcome = Object.fromEntries(
@@ -257,6 +282,9 @@ export function createMetrics(
     filtered,
     orderingSkips,
     fanoutFailures,
+    expectations,
+    inquiries,
+    inquiryRefusals,
     /** A delivery worker's series of one target (see TargetSeries). */
     target(name: string): TargetSeries {
       const delivered = new Map<string, Counter.Internal>();
@@ -290,6 +318,16 @@ export function createMetrics(
       if (exemplars)
         deliveryLatency.observe({ labels: { target }, value: seconds, exemplarLabels: exemplarOf(traceId) });
       else deliveryLatency.labels(target).observe(seconds);
+    },
+    /**
+     * Zero-initialises the expectation outcomes that alerts watch, for every event type of these
+     * environments: `increase()` sees the first one only when the series existed before it.
+     */
+    expectationOutcomes(names: readonly string[]): void {
+      for (const type of EVENT_TYPES)
+        for (const name of names)
+          for (const outcome of ['missing_notification', 'overdue_without_inquiry', 'unresolved'])
+            expectations.labels(type, name, outcome).inc(0);
     },
     /**
      * Resolves (and zero-initialises) every event type's series of these environments, so each shows from the start.

@@ -23,6 +23,19 @@ export interface ReceiveDeps {
   mask: (payload: unknown) => unknown;
   /** What a notification of the named environment must also satisfy (the names are the verifier's). */
   environment(name: string): EnvironmentRules | undefined;
+  /**
+   * Told of every notification newly queued, after it is stored (it meets an expectation of it); not
+   * awaited: the acknowledgement does not wait for it.
+   */
+  arrived?: (arrival: Arrival) => void;
+}
+
+/** A verified notification newly queued, as expectations of notifications are met by it. */
+export interface Arrival {
+  eventId: string;
+  eventType: EventDefinition['type'];
+  environment: string;
+  payload: unknown;
 }
 
 /** An environment's rules beyond its keys. */
@@ -175,6 +188,9 @@ export async function receiveNotification(deps: ReceiveDeps, n: IncomingNotifica
 
   const series = deps.metrics.eventType(eventType).environment(verified.environment);
   const outcome = outcomeOf(result, reason);
+  if (outcome === 'accepted' && parsed.ok && deps.arrived) {
+    deps.arrived({ eventId, eventType, environment: verified.environment, payload: parsed.payload });
+  }
   const counter =
     reason === 'signature_reused' && outcome === 'quarantined'
       ? series.quarantined(reason)

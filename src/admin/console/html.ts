@@ -61,7 +61,7 @@ export interface PageContext {
 export function layout(
   ctx: PageContext,
   title: string,
-  current: 'events' | 'targets' | '',
+  current: 'events' | 'targets' | 'expectations' | '',
   main: Html,
   opts: { refresh?: boolean } = {},
 ): string {
@@ -83,6 +83,7 @@ export function layout(
           <nav aria-label="Console">
             <span class="brand">Webhook receiver</span>
             ${nav(`${CONSOLE_PATH}/events`, 'Events', 'events')} ${nav(`${CONSOLE_PATH}/targets`, 'Targets', 'targets')}
+            ${nav(`${CONSOLE_PATH}/expectations`, 'Expectations', 'expectations')}
             <a href="/admin/queues">Queues (Bull Board)</a>
           </nav>
           <p class="who">${ctx.principal} <span class="role">${ctx.role}</span></p>

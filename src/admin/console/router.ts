@@ -17,6 +17,9 @@ import { ACTIONS, actionParams, confirmPage, doneMessage } from './actions';
 import { CONSOLE_CSS, CONSOLE_JS } from './assets';
 import { createCsrf, type Csrf } from './csrf';
 import { eventPage } from './event-page';
+import { expectationsPage } from './expectations-page';
+import { isExpectationState } from '../../reconciliation/expectation';
+import type { Expectations } from '../../reconciliation/expectations';
 import { CONSOLE_PATH, html, layout, type Html, type PageContext } from './html';
 import { searchPage, type SearchForm } from './search-page';
 import { targetsPage } from './targets-page';
@@ -29,6 +32,8 @@ export interface ConsoleDeps {
   recovery: Recovery;
   deadLetters: DeadLetters;
   blockedKeys: BlockedKeys;
+  /** Expected notifications: listed, and shown beside the events of a request_id. */
+  expectations: Expectations;
   /** The platform environments configured, for the search filter. */
   environments: readonly string[];
   logger: Logger;
@@ -77,7 +82,7 @@ export function consoleRouter(deps: ConsoleDeps): Router {
     req: Request,
     res: Response,
     title: string,
-    current: 'events' | 'targets' | '',
+    current: 'events' | 'targets' | 'expectations' | '',
     main: Html,
     opts: { refresh?: boolean; status?: number } = {},
   ) => {
@@ -142,11 +147,13 @@ export function consoleRouter(deps: ConsoleDeps): Router {
       cursor: text(req.query.cursor) || undefined,
     };
     const page = problems.length ? undefined : await search.search(q);
+    const expected = form.q.trim() ? await deps.expectations.ofRequest(form.q.trim()) : [];
     const main = searchPage(form, page, problems.length ? problems.join('; ') : undefined, {
       environments: deps.environments,
       targets,
       canAct: roleOf(req) === 'operator',
       q,
+      expectations: expected,
     });
     send(req, res, form.q ? `Events for ${form.q}` : 'Events', 'events', main, {
       status: problems.length ? 400 : 200,
@@ -184,6 +191,12 @@ export function consoleRouter(deps: ConsoleDeps): Router {
       targetsPage(targets, roleOf(req) === 'operator', doneMessage(req.query.done, req.query.n)),
       { refresh: true },
     );
+  });
+
+  router.get('/expectations', async (req, res) => {
+    const state = text(req.query.state);
+    const rows = await deps.expectations.list({ state: isExpectationState(state) ? state : undefined, limit: 200 });
+    send(req, res, 'Expected notifications', 'expectations', expectationsPage(rows, state), { refresh: true });
   });
 
   router.get('/confirm/:action', async (req, res) => {

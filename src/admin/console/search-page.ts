@@ -1,6 +1,8 @@
 import { EVENT_TYPES } from '../../model/event-table';
 import { DELIVERY_STATES, DELIVERY_STATE_LABELS } from '../../operations/delivery-state';
 import type { SearchPage, SearchQuery } from '../../operations/event-search';
+import type { Expectation } from '../../reconciliation/expectation';
+import { expectationsTable } from './expectations-page';
 import { badge, CONSOLE_PATH, html, query, time, type Html } from './html';
 
 export interface SearchForm {
@@ -67,7 +69,14 @@ export function searchPage(
   form: SearchForm,
   page: SearchPage | undefined,
   problem: string | undefined,
-  opts: { environments: readonly string[]; targets: readonly string[]; canAct: boolean; q: SearchQuery },
+  opts: {
+    environments: readonly string[];
+    targets: readonly string[];
+    canAct: boolean;
+    q: SearchQuery;
+    /** The expectations of the request_id searched for, shown beside its events. */
+    expectations?: readonly Expectation[];
+  },
 ): Html {
   const rows = page?.rows ?? [];
   const text = form.q.trim();
@@ -146,6 +155,7 @@ export function searchPage(
   return html`<h1>${heading}</h1>
     ${searchForm(form, opts.environments, opts.targets)}
     ${problem ? html`<p class="error" role="alert">${problem}</p>` : ''} ${table}
+    ${opts.expectations?.length ? expectationsTable(opts.expectations, `expected for request_id ${text}`) : ''}
     <div class="pager">
       ${nextLink}${replayAll}${form.q || opts.q.cursor ? html`<a href="${CONSOLE_PATH}/events">Newest</a>` : ''}
     </div>
