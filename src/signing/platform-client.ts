@@ -2,7 +2,7 @@ import type { KeyObject } from 'node:crypto';
 import { decodeSignatureHeader } from '../signature/base64';
 import { headerValue, type HeaderBag } from '../signature/headers';
 import { verifyRsaSha256 } from '../signature/rsa';
-import { currentStringToSign } from '../signature/verify-current';
+import { currentStringToSign, SIGN_ALG } from '../signature/verify-current';
 import { randomNonce, signCurrent } from './sign';
 
 /**
@@ -99,6 +99,10 @@ export function verifyPlatformResponse(r: ResponseToCheck): CheckedResponse {
   if (!TIMESTAMP.test(timestamp)) return { ok: false, reason: 'malformed', detail: `${prefix}-timestamp is not ms` };
   if (nonce.length < 10 || nonce.length > 100) {
     return { ok: false, reason: 'malformed', detail: `${prefix}-nonce must be 10 to 100 characters` };
+  }
+  const signAlg = headerValue(r.headers, `${prefix}-sign-alg`);
+  if (signAlg !== undefined && signAlg !== SIGN_ALG) {
+    return { ok: false, reason: 'malformed', detail: `${prefix}-sign-alg must be ${SIGN_ALG}` };
   }
   const signature = sign.length <= 500 ? decodeSignatureHeader(sign) : undefined;
   if (!signature) return { ok: false, reason: 'malformed', detail: `${prefix}-sign is not canonical Base64` };

@@ -29,6 +29,8 @@ export class StandInPlatform {
   private lastNonce: string | undefined;
   private readonly impostor = generateTestKeyPair();
   mode: (inquiry: InquiryReceived) => AnswerMode = () => 'final';
+  /** How long each answer takes. */
+  delayMs = 0;
 
   private constructor(
     private readonly server: Server,
@@ -43,7 +45,7 @@ export class StandInPlatform {
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
         const { status, headers, body } = platform!.answer(req.url ?? '', req.headers, Buffer.concat(chunks));
-        res.writeHead(status, headers).end(body);
+        setTimeout(() => res.writeHead(status, headers).end(body), platform!.delayMs);
       });
     });
     platform = new StandInPlatform(server, platformKeys, createPublicKey(merchantPublicKeyPem));
