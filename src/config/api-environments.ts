@@ -57,10 +57,13 @@ export function loadApiEnvironments(
     const privateKey = attempt(problems, `${where}.privateKey`, () => readPrivateKey(api.privateKey, env));
     const inquiry: Partial<Record<EventType, InquiryCode>> = {};
     for (const [type, functions] of Object.entries(api.inquiry) as [EventType, InquiryFunctions][]) {
-      const code = attempt(problems, `${where}.inquiry.${type}`, () => inquiryCode(functions, `${where}.inquiry.${type}`));
+      const code = attempt(problems, `${where}.inquiry.${type}`, () =>
+        inquiryCode(functions, `${where}.inquiry.${type}`),
+      );
       if (code) inquiry[type] = code;
     }
-    if (!settings?.appId) problems.push(`${where}: needs the environment's appId (or platformAppId): it is sent as x-svc-appid`);
+    if (!settings?.appId)
+      problems.push(`${where}: needs the environment's appId (or platformAppId): it is sent as x-svc-appid`);
     if (!privateKey || !settings?.appId) continue;
     loaded.push({
       name,

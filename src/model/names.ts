@@ -73,6 +73,6 @@ export const ownKeys = {
   expectationMatch: (prefix: string) => `${prefix}:x:match`,
   /** The expectations (ids) of one request_id, for a search by it. */
   expectationsOfRequest: (prefix: string, requestId: string) => `${prefix}:x:r:${requestId}`,
-  /** A nonce of a platform's answer to an inquiry, kept past the timestamp window: a second answer with it is a replay. */
+  /** A nonce of a platform's answer to an inquiry, kept past the timestamp window: one seen again is a replay. */
   inquiryNonce: (prefix: string, nonce: string) => `${prefix}:x:n:${nonce}`,
 };

@@ -6,7 +6,7 @@ import { ExpectationInputError, ExpectationNotFoundError } from './errors';
 import { expectationInputSchema, type Expectation, type ExpectationState } from './expectation';
 import { createExpectationStore, type ExpectationStore } from './store';
 
-/** What a caller sees of an expectation it added: the expectation, and whether it was new (an open one is returned as it is). */
+/** An expectation added, and whether it is new (an open one for the same request is returned as it is). */
 export interface Expected {
   expectation: Expectation;
   created: boolean;

@@ -46,7 +46,7 @@ export interface ExpectationStore {
   cancel(id: string, by: string, nowMs: number): Promise<Expectation>;
   openCount(): Promise<number>;
   claimDue(nowMs: number, leaseMs: number, limit: number): Promise<Claim[]>;
-  /** Records an attempt's finding; false when the attempt is no longer the expectation's (met, cancelled, taken over). */
+  /** Records an attempt's finding; false when the attempt is no longer its own (met, cancelled, taken over). */
   settle(
     claim: Claim,
     state: 'overdue' | 'missing_notification' | 'unresolved',

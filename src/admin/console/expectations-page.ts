@@ -49,6 +49,7 @@ export function expectationsTable(rows: readonly Expectation[], caption: string)
 
 /** The expectations page: a state filter, then the newest expectations. */
 export function expectationsPage(rows: readonly Expectation[], state: string): Html {
+  const none = html`<p>No expectations${state ? ` ${state.replace(/_/g, ' ')}` : ''}.</p>`;
   return html`<h1>Expected notifications</h1>
     <form class="search" method="get" action="${CONSOLE_PATH}/expectations">
       <label
@@ -61,5 +62,5 @@ export function expectationsPage(rows: readonly Expectation[], state: string): H
       >
       <button type="submit">Show</button>
     </form>
-    ${rows.length ? expectationsTable(rows, 'newest first') : html`<p>No expectations${state ? ` ${state.replace(/_/g, ' ')}` : ''}.</p>`}`;
+    ${rows.length ? expectationsTable(rows, 'newest first') : none}`;
 }
