@@ -7,6 +7,7 @@ import { createLogger } from './logging/logger';
 import { createMetrics } from './monitoring/metrics';
 import { keyPrefix } from './model/names';
 import { createRedisConnector } from './redis/connect';
+import { inquiryFunctionProblems } from './reconciliation/functions';
 import { startService } from './service';
 import { startTracing } from './tracing/start';
 import { maskedEndpoint, TracingConfigError, tracingSettings } from './tracing/settings';
@@ -36,6 +37,8 @@ async function main(): Promise<void> {
         : loadEnvironments(config, { warn: (message, fields) => keyWarnings.push([message, fields]) });
     // The merchant's key and the inquiry functions, for the workers' inquiries about overdue expectations.
     apiEnvironments = config.role === 'receiver' ? [] : loadApiEnvironments(config, process.env);
+    const inquiries = await inquiryFunctionProblems(apiEnvironments);
+    if (inquiries.length) throw new ConfigError(inquiries);
     redis = createRedisConnector(config);
     tracingSettings(process.env);
   } catch (err) {

@@ -1,6 +1,6 @@
-import type { InquiryCode } from '../config/api-environments';
+import type { ApiEnvironment, InquiryCode } from '../config/api-environments';
 import type { EventType } from '../model/event-table';
-import { startSandbox, type Sandbox } from '../transform/sandbox';
+import { startSandbox, TransformError, type Sandbox, type TransformCode } from '../transform/sandbox';
 
 /** What `request(expectation)` is given. */
 export interface InquirySubject {
@@ -69,4 +69,34 @@ export function startInquiryFunctions(code: InquiryCode): InquiryFunctions {
       await Promise.all([request?.close(), settled.close()]);
     },
   };
+}
+
+/**
+ * Compiles every inquiry function of these environments (each in a sandbox started for the purpose)
+ * and names those that do not compile, or never name the function they must define, as configuration
+ * problems: start-up and `config check` refuse them rather than the first overdue expectation.
+ */
+export async function inquiryFunctionProblems(environments: readonly ApiEnvironment[]): Promise<string[]> {
+  const checks = environments.flatMap((environment) =>
+    Object.entries(environment.inquiry).flatMap(([type, code]) =>
+      (['request', 'settled'] as const).flatMap((name) => {
+        const source = code?.[name];
+        if (!code || !source) return [];
+        const where = `environments.${environment.name}.api.inquiry.${type}.${name}`;
+        if (!new RegExp(`\\b${name}\\b`).test(source.source)) return [Promise.resolve(`${where}: defines no ${name}`)];
+        return [compileProblem({ source: source.source + CALL[name], file: source.file }, code.timeoutMs, where)];
+      }),
+    ),
+  );
+  return (await Promise.all(checks)).filter((p): p is string => p !== undefined);
+}
+
+async function compileProblem(code: TransformCode, timeoutMs: number, where: string): Promise<string | undefined> {
+  const sandbox = startSandbox(code, timeoutMs);
+  try {
+    const fault = await sandbox.compiled();
+    return fault ? `${where}: does not compile: ${new TransformError(fault, code.file).message}` : undefined;
+  } finally {
+    await sandbox.close();
+  }
 }

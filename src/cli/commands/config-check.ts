@@ -1,6 +1,8 @@
 import { Cluster } from 'ioredis';
 import { stringify } from 'yaml';
+import { loadApiEnvironments } from '../../config/api-environments';
 import { loadEnvironments } from '../../config/keys';
+import { inquiryFunctionProblems } from '../../reconciliation/functions';
 import { loadConfigDetailed } from '../../config/load';
 import { describeRedis, maskSecrets } from '../../config/describe';
 import { envWarnings } from '../../config/env-warnings';
@@ -63,6 +65,9 @@ export async function configCheckCommand(env: Record<string, string | undefined>
   out(stringify(maskSecrets(shown)).trimEnd().replace(/^/gm, '  '));
   const transformProblemsFound = await transformProblems(config.targets);
   if (transformProblemsFound.length) throw new ConfigError(transformProblemsFound);
+  // The merchant's key and the inquiry functions, read and compiled as the workers would.
+  const inquiryProblems = await inquiryFunctionProblems(loadApiEnvironments(config, env));
+  if (inquiryProblems.length) throw new ConfigError(inquiryProblems);
   const failedSamples = await transformSamples(config, out);
   const warnings = [
     ...envWarnings(env),
