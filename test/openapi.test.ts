@@ -82,6 +82,7 @@ describe('the OpenAPI description', () => {
       'traceparent',
       'tracestate',
       'x-webhook-corrected',
+      'x-webhook-source',
     ]);
     expect(forwarded.requestBody.content['application/json']!.schema.properties).toMatchObject({
       type: { const: 'payment.result' },

@@ -106,6 +106,7 @@ async function expectationOf(id: string) {
     lastOutcome?: string;
     metBy?: string;
     inquiryEventId?: string;
+    lateEventId?: string;
   };
 }
 
@@ -192,6 +193,25 @@ describe('an overdue expectation', () => {
     const page = await request(f.admin).get('/admin/console/events?q=PAY-LOST-1').set(bearer).expect(200);
     expect(page.text).toContain(`id="${id}"`);
     expect(page.text).toContain('missing notification');
+  });
+});
+
+describe('a notification that comes after its expectation settled without it', () => {
+  it('is delivered as its own event, and recorded on the expectation as late', async () => {
+    const e = (await request(f.admin).get('/admin/api/expectations?requestId=PAY-LOST-1').set(bearer)).body
+      .expectations[0] as { id: string };
+    const n = platform.signed('payment.result', {
+      body: '{"type":"MERCH","data":{"request_id":"PAY-LOST-1","status":"SUCCESS"}}',
+    });
+    await platform.send(f.receiver.app, n).expect(200);
+    await waitUntil(async () => (await expectationOf(e.id)).lateEventId !== undefined, 5000, 'late');
+    const after = await expectationOf(e.id);
+    expect(after.state).toBe('missing_notification');
+    await ledger.waitFor(() => ledger.successes().some((r) => r.headers['webhook-id'] === after.lateEventId));
+    const delivered = ledger.successes().find((r) => r.headers['webhook-id'] === after.lateEventId)!;
+    expect(delivered.headers['x-webhook-source']).toBeUndefined();
+    const labels = { event_type: 'payment.result', outcome: 'late_notification' };
+    expect(await metric('webhook_expectations_total', labels)).toBe(1);
   });
 });
 

@@ -66,6 +66,15 @@ export const WEBHOOK_PARAMETERS = {
       '`true` when an operator replayed the notification with a corrected body: the platform did not sign these bytes.',
     schema: { type: 'string', const: 'true' },
   },
+  source: {
+    name: 'x-webhook-source',
+    in: 'header',
+    required: false,
+    description:
+      "`inquiry` when the event was built from the platform's signed answer to an inquiry about a notification " +
+      'that never came (deliverFromInquiry, docs/reconciliation.md), not sent as a notification.',
+    schema: { type: 'string', const: 'inquiry' },
+  },
 } as const;
 
 function webhook(e: EventDefinition): Record<string, unknown> {
@@ -108,6 +117,13 @@ function webhook(e: EventDefinition): Record<string, unknown> {
                   description:
                     'Present when an operator replayed the notification with a corrected body: `data` is not what ' +
                     'the platform signed.',
+                },
+                source: {
+                  type: 'string',
+                  const: 'inquiry',
+                  description:
+                    "Present when built from the platform's signed answer to an inquiry (equals `x-webhook-source`): " +
+                    '`data` is that answer, not a notification.',
                 },
                 data: { ...jsonSchemaOf(e.schema), description: "The platform's body, byte for byte as received." },
               },
