@@ -27,6 +27,7 @@ const PROMTOOL = process.env.PROMTOOL_PATH ?? '/usr/bin/promtool';
 const platform = new FakePlatform();
 const merchant = generateTestKeyPair();
 const bearer = { authorization: `Bearer ${ADMIN_TEST_TOKEN}` };
+const VIEWER_TOKEN = 'viewer-token-0123456789';
 const dir = tempDir('reconciliation');
 const configFile = path.join(dir, 'config.json');
 /** How the stand-in answers about each request_id (final unless named here). */
@@ -64,6 +65,7 @@ beforeAll(async () => {
           },
         },
       },
+      adminPrincipals: [{ name: 'auditor', role: 'viewer', token: VIEWER_TOKEN }],
       // The loop is driven by the tests (tick); a refused answer is asked again 50 ms later.
       expectations: { pollIntervalMs: 600000, retryInitialMs: 50, retryMaxMs: 100, horizonSeconds: 3600 },
     }),
@@ -305,6 +307,17 @@ describe('the bound, the same expectation twice, and cancelling', () => {
       .send({ eventType: 'payment.result', requestId: 'PAY-ONE-TOO-MANY', dueInSeconds: 600 });
     expect(refused.status).toBe(429);
     expect(refused.body).toMatchObject({ error: 'too_many_expectations' });
+  });
+
+  it('refuses a viewer 403: adding one needs an operator', async () => {
+    const res = await request(f.admin)
+      .post('/admin/api/expectations')
+      .set({ authorization: `Bearer ${VIEWER_TOKEN}` })
+      .send({ eventType: 'payment.result', requestId: 'PAY-VIEWER', dueInSeconds: 600 });
+    expect(res.status).toBe(403);
+    expect(res.body).toMatchObject({ error: 'read_only_principal' });
+    const listed = await request(f.admin).get('/admin/api/expectations?requestId=PAY-VIEWER').set(bearer).expect(200);
+    expect(listed.body.expectations).toEqual([]);
   });
 
   it('refuses a body without a due time 400', async () => {
