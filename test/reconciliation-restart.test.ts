@@ -5,7 +5,7 @@ import { waitUntil } from './support/forwarding-harness';
 import { testRedisUrl, uniquePrefix } from './support/harness';
 import { FakePlatform } from './support/platform';
 import { ServiceProcess } from './support/service-process';
-import { StandInPlatform } from './support/stand-in-platform';
+import { environmentsAsking, StandInPlatform } from './support/stand-in-platform';
 import { tempDir } from './support/temp-dir';
 
 jest.setTimeout(180000);
@@ -36,24 +36,7 @@ it('SIGKILLed while expectations are open, restarted: none is lost, none is aske
   writeFileSync(
     config,
     JSON.stringify({
-      environments: {
-        production: {
-          publicKeys: [platform.keys.publicKeyBase64],
-          appId: 'merchant-app-1',
-          merchantId: 'M100023',
-          api: {
-            baseUrl: standIn.baseUrl,
-            privateKey: 'env:TEST_MERCHANT_KEY',
-            inquiry: {
-              'payment.result': {
-                request: 'function request(e) { return { request_id: e.requestId, attempt: e.attempt }; }',
-                settled: "function settled(r) { return r.data.status === 'SUCCESS'; }",
-                timeoutMs: 1000,
-              },
-            },
-          },
-        },
-      },
+      environments: environmentsAsking(standIn),
       expectations: { pollIntervalMs: 100, claimLeaseMs: 1500, retryInitialMs: 200, retryMaxMs: 400 },
     }),
   );

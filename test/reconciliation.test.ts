@@ -16,7 +16,7 @@ import { ADMIN_TEST_TOKEN, buildForwarding, waitUntil, type ForwardingHarness } 
 import { LogCapture } from './support/harness';
 import { scrapedValue } from './support/metric-value';
 import { FakePlatform } from './support/platform';
-import { StandInPlatform, type AnswerMode } from './support/stand-in-platform';
+import { environmentsAsking, StandInPlatform, type AnswerMode } from './support/stand-in-platform';
 import { TargetServer } from './support/target-server';
 import { tempDir } from './support/temp-dir';
 
@@ -45,26 +45,7 @@ beforeAll(async () => {
   writeFileSync(
     configFile,
     JSON.stringify({
-      environments: {
-        production: {
-          publicKeys: [platform.keys.publicKeyBase64],
-          appId: 'merchant-app-1',
-          merchantId: 'M100023',
-          api: {
-            baseUrl: standIn.baseUrl,
-            privateKey: 'env:TEST_MERCHANT_KEY',
-            deliverFromInquiry: true,
-            timeoutMs: 5000,
-            inquiry: {
-              'payment.result': {
-                request: 'function request(e) { return { request_id: e.requestId, attempt: e.attempt }; }',
-                settled: "function settled(r) { return r.data.status === 'SUCCESS' || r.data.status === 'FAILED'; }",
-                timeoutMs: 1000,
-              },
-            },
-          },
-        },
-      },
+      environments: environmentsAsking(standIn, { deliverFromInquiry: true, timeoutMs: 5000 }),
       adminPrincipals: [{ name: 'auditor', role: 'viewer', token: VIEWER_TOKEN }],
       // The loop is driven by the tests (tick); a refused answer is asked again 50 ms later.
       expectations: { pollIntervalMs: 600000, retryInitialMs: 50, retryMaxMs: 100, horizonSeconds: 3600 },

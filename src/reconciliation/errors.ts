@@ -1,24 +1,16 @@
 import { ServiceError } from '../model/errors';
 
-/** As many expectations are open as `maxOpenExpectations` allows. */
-export class TooManyExpectationsError extends ServiceError {
-  readonly code = 'too_many_expectations';
-  readonly status = 429;
-}
-
-export class ExpectationNotFoundError extends ServiceError {
-  readonly code = 'not_found';
-  readonly status = 404;
-}
-
-/** Only an open or overdue expectation can be cancelled. */
-export class ExpectationSettledError extends ServiceError {
-  readonly code = 'not_open';
-  readonly status = 409;
-}
-
-/** An expectation names an environment that is not configured, or is otherwise not one to keep. */
-export class ExpectationInputError extends ServiceError {
-  readonly code = 'bad_request';
-  readonly status = 400;
+/**
+ * Why an expectation was refused or not found, with the status it is answered with: `too_many_expectations`
+ * (429, past maxOpenExpectations), `not_found` (404), `not_open` (409: only an open or overdue one can be
+ * cancelled), `bad_request` (400: a body or an environment that is not one to keep).
+ */
+export class ExpectationError extends ServiceError {
+  constructor(
+    readonly code: 'too_many_expectations' | 'not_found' | 'not_open' | 'bad_request',
+    readonly status: 429 | 404 | 409 | 400,
+    message: string,
+  ) {
+    super(message);
+  }
 }

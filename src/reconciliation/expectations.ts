@@ -2,7 +2,7 @@ import type { ExpectationSettings } from '../config/api-schema';
 import { writeAudit, type Actor } from '../logging/audit';
 import type { Logger } from '../logging/logger';
 import type { RedisClient } from '../redis/connect';
-import { ExpectationInputError, ExpectationNotFoundError } from './errors';
+import { ExpectationError } from './errors';
 import { expectationInputSchema, type Expectation, type ExpectationState } from './expectation';
 import { createExpectationStore, type ExpectationStore } from './store';
 
@@ -44,13 +44,15 @@ export function createExpectations(deps: {
       if (!parsed.success) {
         const problems = parsed.error.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`);
         writeAudit(deps.logger, actor, 'expectation.create', { refused: problems.join('; ') });
-        throw new ExpectationInputError(problems.join('; '));
+        throw new ExpectationError('bad_request', 400, problems.join('; '));
       }
       const input = parsed.data;
       const environment = input.environment ?? defaultEnvironment;
       if (!deps.environments.includes(environment)) {
         writeAudit(deps.logger, actor, 'expectation.create', { refused: `no environment ${environment}` });
-        throw new ExpectationInputError(
+        throw new ExpectationError(
+          'bad_request',
+          400,
           `environment: no environment named ${environment} (configured: ${deps.environments.join(', ')})`,
         );
       }
@@ -91,7 +93,8 @@ export function createExpectations(deps: {
     },
     async get(id) {
       const found = await store.get(id);
-      if (!found) throw new ExpectationNotFoundError(`no expectation ${id} (unknown, or settled and past retention)`);
+      if (!found)
+        throw new ExpectationError('not_found', 404, `no expectation ${id} (unknown, or settled and past retention)`);
       return found;
     },
     list: (opts) => store.list(opts),

@@ -4,7 +4,7 @@ import type { EventType } from '../model/event-table';
 import { ownKeys } from '../model/names';
 import { loadLua } from '../redis/lua';
 import type { RedisClient } from '../redis/connect';
-import { ExpectationNotFoundError, ExpectationSettledError, TooManyExpectationsError } from './errors';
+import { ExpectationError } from './errors';
 import { isExpectationState, type Expectation, type ExpectationState } from './expectation';
 
 const LUA_DIR = path.join(__dirname, 'lua');
@@ -121,10 +121,14 @@ export function createExpectationStore(redis: RedisClient, prefix: string): Expe
         ...Object.entries(fields).flat(),
       )) as [string, string];
       if (outcome === 'full') {
-        throw new TooManyExpectationsError(`${maxOpen} expectations are open already (maxOpenExpectations)`);
+        throw new ExpectationError(
+          'too_many_expectations',
+          429,
+          `${maxOpen} expectations are open already (maxOpenExpectations)`,
+        );
       }
       const expectation = await get(found);
-      if (!expectation) throw new ExpectationNotFoundError(`expectation ${found} vanished as it was written`);
+      if (!expectation) throw new ExpectationError('not_found', 404, `expectation ${found} vanished as it was written`);
       return { expectation, created: outcome === 'created' };
     },
     get,
@@ -156,10 +160,10 @@ export function createExpectationStore(redis: RedisClient, prefix: string): Expe
         nowMs,
         by,
       )) as string;
-      if (result === 'not_found') throw new ExpectationNotFoundError(`no expectation ${id}`);
-      if (result !== 'done') throw new ExpectationSettledError(`expectation ${id} is ${result}, not open`);
+      if (result === 'not_found') throw new ExpectationError('not_found', 404, `no expectation ${id}`);
+      if (result !== 'done') throw new ExpectationError('not_open', 409, `expectation ${id} is ${result}, not open`);
       const expectation = await get(id);
-      if (!expectation) throw new ExpectationNotFoundError(`no expectation ${id}`);
+      if (!expectation) throw new ExpectationError('not_found', 404, `no expectation ${id}`);
       return expectation;
     },
     openCount: () => redis.zcard(open),

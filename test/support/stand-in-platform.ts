@@ -106,3 +106,30 @@ export class StandInPlatform {
     await new Promise<void>((r) => this.server.close(() => r()));
   }
 }
+
+/**
+ * The `environments` setting of a service that asks this stand-in: production, verified with the
+ * stand-in's platform key, the merchant's key read from TEST_MERCHANT_KEY, payment.result's inquiry
+ * functions sending the request_id and the attempt; `api` adds to (or overrides) its api settings.
+ */
+export function environmentsAsking(standIn: StandInPlatform, api: Record<string, unknown> = {}) {
+  return {
+    production: {
+      publicKeys: [standIn.platformKeys.publicKeyBase64],
+      appId: 'merchant-app-1',
+      merchantId: 'M100023',
+      api: {
+        baseUrl: standIn.baseUrl,
+        privateKey: 'env:TEST_MERCHANT_KEY',
+        inquiry: {
+          'payment.result': {
+            request: 'function request(e) { return { request_id: e.requestId, attempt: e.attempt }; }',
+            settled: "function settled(r) { return r.data.status === 'SUCCESS' || r.data.status === 'FAILED'; }",
+            timeoutMs: 1000,
+          },
+        },
+        ...api,
+      },
+    },
+  };
+}

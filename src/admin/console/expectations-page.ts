@@ -4,6 +4,8 @@ import { badge, CONSOLE_PATH, html, query, time, type Html } from './html';
 const eventLink = (id: string | undefined) =>
   id ? html`<a class="mono" href="${CONSOLE_PATH}/events/${encodeURIComponent(id)}">${id}</a>` : '';
 
+const COLUMNS = ['Due (UTC)', 'request_id', 'Type', 'Environment', 'State', 'Inquiries', 'Last finding', 'Event'];
+
 /** Expectations as a table: what is awaited, by when, and what became of it. */
 export function expectationsTable(rows: readonly Expectation[], caption: string): Html {
   return html`<div class="table-wrap">
@@ -13,14 +15,7 @@ export function expectationsTable(rows: readonly Expectation[], caption: string)
       </caption>
       <thead>
         <tr>
-          <th scope="col">Due (UTC)</th>
-          <th scope="col">request_id</th>
-          <th scope="col">Type</th>
-          <th scope="col">Environment</th>
-          <th scope="col">State</th>
-          <th scope="col">Inquiries</th>
-          <th scope="col">Last finding</th>
-          <th scope="col">Event</th>
+          ${COLUMNS.map((c) => html`<th scope="col">${c}</th>`)}
         </tr>
       </thead>
       <tbody>
