@@ -1,11 +1,13 @@
 import type { EventDefinition } from '../model/event-table';
+import { duplicateKeyIn } from './json-duplicates';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from './json-depth';
 
 export type ParsedPayload = { ok: true; payload: unknown } | { ok: false; errors: string[] };
 
 /**
  * JSON-parses a verified body and checks it against its event's schema; a body nested deeper than
- * MAX_JSON_DEPTH is not parsed. `confirm` checks the parsed
+ * MAX_JSON_DEPTH is not parsed, and one holding a key twice in an object is refused (the checks would
+ * judge the last copy, the target may read the first). `confirm` checks the parsed
  * JSON against what verification relied on (the legacy body timestamp) and returns a problem or
  * `undefined`.
  */
@@ -24,6 +26,8 @@ export function parsePayload(
     const position = /position (\d+)/.exec((err as Error).message)?.[1];
     return { ok: false, errors: [`body is not JSON${position ? ` (at position ${position})` : ''}`] };
   }
+  const duplicate = duplicateKeyIn(text);
+  if (duplicate !== undefined) return { ok: false, errors: [`duplicate key ${JSON.stringify(duplicate)}`] };
   const mismatch = confirm?.(json);
   if (mismatch !== undefined) return { ok: false, errors: [mismatch] };
   const result = definition.schema.safeParse(json);
