@@ -26,7 +26,7 @@ export function parsePayload(
     const position = /position (\d+)/.exec((err as Error).message)?.[1];
     return { ok: false, errors: [`body is not JSON${position ? ` (at position ${position})` : ''}`] };
   }
-  const duplicate = duplicateKeyIn(text);
+  const duplicate = duplicateKeyIn(text, json);
   if (duplicate !== undefined) return { ok: false, errors: [`duplicate key ${JSON.stringify(duplicate)}`] };
   const mismatch = confirm?.(json);
   if (mismatch !== undefined) return { ok: false, errors: [mismatch] };
