@@ -1,3 +1,4 @@
+import { maskUrl } from '../logging/mask-url';
 import { EVENT_TYPES } from '../model/event-table';
 import { subscribes } from '../model/target-schema';
 import { destinationUrls, destinationUsesTls } from '../model/destination-schema';
@@ -59,8 +60,8 @@ export function configWarnings(config: Config): string[] {
   for (const t of config.targets) {
     if (t.url !== undefined && new URL(t.url).protocol === 'http:')
       warnings.push(
-        `target ${t.name} uses http:// (${t.url}): events and their headers cross the network unencrypted; use ` +
-          `https:// unless it stays on this host`,
+        `target ${t.name} uses http:// (${maskUrl(t.url)}): events and their headers cross the network ` +
+          `unencrypted; use https:// unless it stays on this host`,
       );
     if (
       t.destination &&
