@@ -16,28 +16,14 @@ interface Frame {
 
 /**
  * The first key that appears twice in one object of JSON text, at any depth, as a path
- * (`data.items[2].amount`), or undefined; `parsed` is JSON.parse's value of that text. JSON.parse keeps
- * the last copy while the bytes keep both, so a check of the parsed value would judge one copy and
- * forward the other. Cheap when there is none (the rule): every member of the text is one colon outside
- * its strings, so as many colons as the parsed value has keys means no key was lost. Only otherwise
- * does it look for the key (one pass with a set of keys per object).
+ * (`data.items[2].amount`), or undefined; `parsed` is JSON.parse's value of that text and `members` the
+ * count of its members (json-depth.ts's pass counts them). JSON.parse keeps the last copy while the bytes
+ * keep both, so a check of the parsed value would judge one copy and forward the other. Cheap when there
+ * is none (the rule): as many members in the text as keys in the parsed value means no key was lost. Only
+ * otherwise does it look for the key (one pass with a set of keys per object).
  */
-export function duplicateKeyIn(text: string, parsed: unknown): string | undefined {
-  return colonsOutsideStrings(text) === keysIn(parsed) ? undefined : firstDuplicate(text);
-}
-
-function colonsOutsideStrings(text: string): number {
-  let colons = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === BACKSLASH) i++;
-      else if (c === QUOTE) inString = false;
-    } else if (c === QUOTE) inString = true;
-    else if (c === COLON) colons++;
-  }
-  return colons;
+export function duplicateKeyIn(text: string, parsed: unknown, members: number): string | undefined {
+  return members === keysIn(parsed) ? undefined : firstDuplicate(text);
 }
 
 /** The keys of every object in a parsed JSON value (its depth is bounded before it is parsed). */

@@ -1,22 +1,26 @@
+import { MAX_JSON_DEPTH, membersUnlessDeeperThan, nestsDeeperThan } from '../../src/receiving/json-depth';
 import { duplicateKeyIn } from '../../src/receiving/json-duplicates';
 
-// The duplicate-key scan runs on every verified body, beside JSON.parse: it must cost the same order.
-// Timed alone (test/timing), as wall-clock comparisons are.
+// The duplicate-key check runs on every verified body: the depth pass counts members on the way, and the
+// parsed value's keys are counted; what it adds must cost the same order as JSON.parse. Timed alone
+// (test/timing), as wall-clock comparisons are.
 function timePerCall(fn: () => unknown, calls: number): number {
   const started = process.hrtime.bigint();
   for (let i = 0; i < calls; i++) fn();
   return Number(process.hrtime.bigint() - started) / calls;
 }
 
-/** The scan's and the parse's time per call in ns, the best of five rounds each, printed. */
+/** What the check adds (its depth pass over the depth-only one) and the parse's time per call in ns, best of five. */
 function measure(name: string, body: string, calls: number): { scan: number; parse: number } {
   const parsed: unknown = JSON.parse(body);
-  timePerCall(() => duplicateKeyIn(body, parsed), calls);
-  timePerCall(() => JSON.parse(body), calls);
-  const scan = Math.min(...[1, 2, 3, 4, 5].map(() => timePerCall(() => duplicateKeyIn(body, parsed), calls)));
-  const parse = Math.min(...[1, 2, 3, 4, 5].map(() => timePerCall(() => JSON.parse(body), calls)));
+  const check = () => duplicateKeyIn(body, parsed, membersUnlessDeeperThan(body, MAX_JSON_DEPTH));
+  const depthOnly = () => nestsDeeperThan(body, MAX_JSON_DEPTH);
+  const best = (fn: () => unknown) => Math.min(...[1, 2, 3, 4, 5].map(() => timePerCall(fn, calls)));
+  [check, depthOnly, () => JSON.parse(body)].forEach((fn) => timePerCall(fn, calls));
+  const scan = Math.max(0, best(check) - best(depthOnly));
+  const parse = best(() => JSON.parse(body));
   process.stdout.write(
-    `${name} (${body.length} bytes): scan ${scan.toFixed(0)} ns, JSON.parse ${parse.toFixed(0)} ns\n`,
+    `${name} (${body.length} bytes): duplicate-key check adds ${scan.toFixed(0)} ns, JSON.parse ${parse.toFixed(0)} ns\n`,
   );
   return { scan, parse };
 }
