@@ -3,16 +3,12 @@ import path from 'node:path';
 import request from 'supertest';
 import { stringify } from 'yaml';
 import { runCli } from '../src/cli/run';
-import { loadEnvironments } from '../src/config/keys';
-import { loadConfig } from '../src/config/load';
-import { createLogger } from '../src/logging/logger';
 import { maskUrl } from '../src/logging/mask-url';
-import { createMetrics } from '../src/monitoring/metrics';
-import { createRedisConnector } from '../src/redis/connect';
-import { startService, type RunningService } from '../src/service';
+import type { RunningService } from '../src/service';
 import { waitUntil } from './support/forwarding-harness';
-import { LogCapture, testRedisUrl, uniquePrefix } from './support/harness';
+import { LogCapture, testRedisUrl } from './support/harness';
 import { FakePlatform } from './support/platform';
+import { serviceEnv, startInProcess } from './support/in-process-service';
 import { tempDir } from './support/temp-dir';
 
 // Every URL shown goes through one masking function: passwords (a raw `@` in one included), a user
@@ -68,16 +64,11 @@ describe('a query-string password', () => {
         ],
       }),
     );
-    const env = {
+    const env = serviceEnv(platform.keys.publicKeyBase64, {
       REDIS_URL: `${testRedisUrl()}/0?password=${REDIS_SECRET}`,
-      QUEUE_PREFIX: uniquePrefix(),
-      PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64,
       CONFIG_FILE: configFile,
       ADMIN_TOKEN: TOKEN,
-      PORT: '0',
-      ADMIN_PORT: '0',
-      HOST: '127.0.0.1',
-    };
+    });
     const shown: string[] = [];
     const out: string[] = [];
     const code = await runCli(['config', 'check'], {
@@ -91,15 +82,7 @@ describe('a query-string password', () => {
     expect(shown[0]).toContain('password=***');
 
     const logs = new LogCapture();
-    const config = loadConfig(env);
-    service = await startService(
-      config,
-      loadEnvironments(config),
-      createLogger('info', logs.stream),
-      createMetrics(),
-      createRedisConnector(config),
-      env,
-    );
+    service = await startInProcess(env, logs);
     const admin = () => request(`http://127.0.0.1:${service!.admin.port}`);
     const auth = { authorization: `Bearer ${TOKEN}` };
     // Right after start the admin's Redis connection may still be opening (the page answers 500 then).

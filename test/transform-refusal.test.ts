@@ -1,20 +1,16 @@
-import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import request from 'supertest';
 import { stringify } from 'yaml';
 import { runCli } from '../src/cli/run';
-import { loadEnvironments } from '../src/config/keys';
 import { loadConfig } from '../src/config/load';
-import { createLogger } from '../src/logging/logger';
-import { createMetrics } from '../src/monitoring/metrics';
-import { createRedisConnector } from '../src/redis/connect';
-import { startService, type RunningService } from '../src/service';
+import type { RunningService } from '../src/service';
 import { transformProblems } from '../src/transform/check';
-import { LogCapture, testRedisUrl, uniquePrefix } from './support/harness';
+import { testRedisUrl } from './support/harness';
 import { FakePlatform } from './support/platform';
 import { postRaw } from './support/post-raw';
 import { TargetServer } from './support/target-server';
+import { runMain, serviceEnv, startInProcess } from './support/in-process-service';
 import { tempDir } from './support/temp-dir';
 
 // A transform whose top level throws a value with a looping getter is refused, within 5 s, everywhere a
@@ -54,22 +50,8 @@ describe('a top level that throws a value whose getter loops', () => {
     const configFile = configFor(file);
     const config = loadConfig({ ROLE: 'worker', CONFIG_FILE: configFile, REDIS_URL: testRedisUrl() });
     expect(await within5s(transformProblems(config.targets))).toEqual([REFUSED(file)]);
-    const child = spawn(process.execPath, ['-r', 'ts-node/register', path.resolve(__dirname, '../src/main.ts')], {
-      env: {
-        ...process.env,
-        TS_NODE_SWC: 'true',
-        PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64,
-        REDIS_URL: testRedisUrl(),
-        QUEUE_PREFIX: uniquePrefix(),
-        CONFIG_FILE: configFile,
-        PORT: '0',
-        ADMIN_PORT: '0',
-      },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
-    expect(await new Promise<number | null>((resolve) => child.once('exit', resolve))).toBe(78);
+    const { code, stderr } = await runMain(serviceEnv(platform.keys.publicKeyBase64, { CONFIG_FILE: configFile }));
+    expect(code).toBe(78);
     expect(stderr).toBe(`invalid configuration:\n  - ${REFUSED(file)}\n`);
   });
 
@@ -103,25 +85,11 @@ describe('a top level that throws a value whose getter loops', () => {
       const target = ledger;
       const live = path.join(dir, 'live.js');
       writeFileSync(live, GOOD);
-      const env = {
-        REDIS_URL: testRedisUrl(),
-        QUEUE_PREFIX: uniquePrefix(),
-        PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64,
+      const env = serviceEnv(platform.keys.publicKeyBase64, {
         CONFIG_FILE: configFor(live, target.url),
         ADMIN_TOKEN: TOKEN,
-        PORT: '0',
-        ADMIN_PORT: '0',
-        HOST: '127.0.0.1',
-      };
-      const config = loadConfig(env);
-      service = await startService(
-        config,
-        loadEnvironments(config),
-        createLogger('info', new LogCapture().stream),
-        createMetrics(),
-        createRedisConnector(config),
-        env,
-      );
+      });
+      service = await startInProcess(env);
       const admin = () => request(`http://127.0.0.1:${service!.admin.port}`);
       const reload = () => admin().post('/admin/api/config/reload').set('authorization', `Bearer ${TOKEN}`);
       const send = async (id: string) => {
