@@ -143,11 +143,18 @@ export function sandboxThread(makeClock: typeof createRunClock): void {
     const [ObjectProto, ArrayProto] = [Object.prototype, Array.prototype];
     const NUMBER = /^${JSON_NUMBER}$/;
     const out = '\\u0000${token}:';
+    // The result's size so far is counted as it is written: its strings' lengths against the room left
+    // (a number's mark, replaced on the way out, is not counted), and its marks, to count the text without.
+    let room = 0;
+    let marks = 0;
+    const markWidth = stringify(out).length;
     defineProperty(LosslessNumber.prototype, 'toJSON', { value: function () {
       const text = String_(this.value);
       if (exec(NUMBER, text) === null) {
         throw new TypeError_('not JSON: a LosslessNumber holds text that is not a number');
       }
+      room += out.length;
+      marks++;
       return out + text;
     } });
     // A LosslessNumber as its constructor makes one, without checking the text again (the platform's body parsed).
@@ -166,7 +173,6 @@ export function sandboxThread(makeClock: typeof createRunClock): void {
       }
       return undefined;
     };
-    let room = 0;
     function strict(k, v) {
       switch (typeof v) {
         case 'string':
@@ -182,7 +188,8 @@ export function sandboxThread(makeClock: typeof createRunClock): void {
           if (k === '' || isArray(this)) throw notJson(k, 'is undefined');
           return v;
         case 'object': {
-          if (v === null) return v;
+          // An array is written as one, whatever else it holds.
+          if (v === null || isArray(v)) return v;
           if (typeof v.then === 'function') {
             throw notJson(k, 'is a Promise or another thenable (a transform is not async)');
           }
@@ -204,8 +211,9 @@ export function sandboxThread(makeClock: typeof createRunClock): void {
           throw new TypeError_('not JSON: transform returned nothing (return null to send nothing)');
         }
         room = ${data.maxBytes};
+        marks = 0;
         const text = stringify(result, strict);
-        if (text.length > ${data.maxBytes}) {
+        if (text.length - marks * markWidth > ${data.maxBytes}) {
           throw new TypeError_('the result is larger than ' + ${data.maxBytes} + ' bytes');
         }
         return text;
