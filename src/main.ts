@@ -3,6 +3,7 @@ import { loadEnvironments } from './config/keys';
 import { ConfigError } from './config/errors';
 import { mistypedEnv } from './config/env-warnings';
 import { loadConfigDetailed } from './config/load';
+import { unsignedAcceptWarnings } from './config/warnings';
 import { createLogger } from './logging/logger';
 import { createMetrics } from './monitoring/metrics';
 import { keyPrefix } from './model/names';
@@ -27,7 +28,7 @@ async function main(): Promise<void> {
   try {
     const loaded = loadConfigDetailed(process.env);
     config = loaded.config;
-    configWarnings = loaded.warnings;
+    configWarnings = [...loaded.warnings, ...unsignedAcceptWarnings(config)];
     // Every target's transform compiles, or the service does not start (the target, the file, the line).
     const transforms = await transformProblems(config.targets);
     if (transforms.length) throw new ConfigError(transforms);

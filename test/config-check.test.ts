@@ -94,6 +94,27 @@ describe('config check', () => {
     expect(warned((await cli(guessable, 'config', 'check')).out)).toBe(true);
   });
 
+  it('when an accept rule tests merchantId (the unsigned X-Merch-Id under the current scheme), then it warns naming the environment and what to test instead', async () => {
+    const unsigned = (accept: object) =>
+      cli(
+        {
+          CONFIG_FILE: writeConfig({
+            environments: { production: { publicKeys: [platform.keys.publicKeyBase64], accept } },
+          }),
+          REDIS_URL: testRedisUrl(),
+        },
+        'config',
+        'check',
+      ).then(({ out }) => out);
+    const warning =
+      "environment production's accept rule tests merchantId, which under the current signature scheme is the unsigned X-Merch-Id header";
+    expect(await unsigned({ merchantId: 'SUB-1' })).toContain(warning);
+    expect(await unsigned({ $or: [{ 'data.merchant_no': 'M100023' }, { merchantId: { $in: ['SUB-1'] } }] })).toContain(
+      'test a field of the signed body instead (e.g. { "data.merchant_no": { $in: [M100023] } })',
+    );
+    expect(await unsigned({ 'data.merchant_no': 'M100023' })).not.toContain(warning);
+  });
+
   it('when Redis snapshots but has no AOF and evicts, then it says both, its password masked', async () => {
     const redis = await RedisServer.start();
     try {

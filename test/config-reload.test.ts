@@ -3,14 +3,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import request from 'supertest';
 import { stringify } from 'yaml';
-import { loadEnvironments } from '../src/config/keys';
-import { loadConfig } from '../src/config/load';
-import { createLogger } from '../src/logging/logger';
-import { createMetrics } from '../src/monitoring/metrics';
-import { createRedisConnector } from '../src/redis/connect';
-import { startService, type RunningService } from '../src/service';
+import { type RunningService } from '../src/service';
 import { LogCapture, testRedisUrl, uniquePrefix } from './support/harness';
 import { FakePlatform } from './support/platform';
+import { startInProcess } from './support/in-process-service';
 import { postRaw } from './support/post-raw';
 import { ServiceProcess } from './support/service-process';
 import { TargetServer } from './support/target-server';
@@ -76,15 +72,7 @@ describe('reloading the configuration through the admin API', () => {
     file = path.join(dir, 'api.yaml');
     writeConfig(file, { targets: [{ name: 'a', url: a.url, events: ['*'] }] });
     const env = envFor(file);
-    const config = loadConfig(env);
-    service = await startService(
-      config,
-      loadEnvironments(config),
-      createLogger('info', logs.stream),
-      createMetrics(),
-      createRedisConnector(config),
-      env,
-    );
+    service = await startInProcess(env, logs);
     const port = service.receiver!.port;
 
     const first = await notify(port);

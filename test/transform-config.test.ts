@@ -1,21 +1,16 @@
-import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import request from 'supertest';
 import { stringify } from 'yaml';
 import { runCli } from '../src/cli/run';
-import { loadEnvironments } from '../src/config/keys';
-import { loadConfig } from '../src/config/load';
-import { createLogger } from '../src/logging/logger';
 import type { DeliveryJob } from '../src/model/jobs';
-import { createMetrics } from '../src/monitoring/metrics';
-import { createRedisConnector } from '../src/redis/connect';
-import { startService, type RunningService } from '../src/service';
+import { type RunningService } from '../src/service';
 import { waitUntil } from './support/forwarding-harness';
-import { LogCapture, testRedisUrl, uniquePrefix } from './support/harness';
+import { testRedisUrl } from './support/harness';
 import { FakePlatform } from './support/platform';
 import { postRaw } from './support/post-raw';
 import { TargetServer } from './support/target-server';
+import { runMain, serviceEnv, startInProcess } from './support/in-process-service';
 import { tempDir } from './support/temp-dir';
 
 // A transform is checked before it runs: start-up and reload refuse one that does not compile, naming
@@ -44,22 +39,8 @@ describe('a transform that does not compile', () => {
         targets: [{ name: 'ledger', url: 'http://127.0.0.1:1/x', events: ['*'], transform: `file:${file}` }],
       }),
     );
-    const child = spawn(process.execPath, ['-r', 'ts-node/register', path.resolve(__dirname, '../src/main.ts')], {
-      env: {
-        ...process.env,
-        TS_NODE_SWC: 'true',
-        PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64,
-        REDIS_URL: testRedisUrl(),
-        QUEUE_PREFIX: uniquePrefix(),
-        CONFIG_FILE: configFile,
-        PORT: '0',
-        ADMIN_PORT: '0',
-      },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
-    expect(await new Promise<number | null>((resolve) => child.once('exit', resolve))).toBe(78);
+    const { code, stderr } = await runMain(serviceEnv(platform.keys.publicKeyBase64, { CONFIG_FILE: configFile }));
+    expect(code).toBe(78);
     expect(stderr).toBe(
       [
         'invalid configuration:',
@@ -198,25 +179,8 @@ describe('after a fix and a reload', () => {
       configFile,
       stringify({ targets: [{ name: 'ledger', url: target.url, events: ['*'], transform: `file:${file}` }] }),
     );
-    const env = {
-      REDIS_URL: testRedisUrl(),
-      QUEUE_PREFIX: uniquePrefix(),
-      PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64,
-      CONFIG_FILE: configFile,
-      ADMIN_TOKEN: TOKEN,
-      PORT: '0',
-      ADMIN_PORT: '0',
-      HOST: '127.0.0.1',
-    };
-    const config = loadConfig(env);
-    service = await startService(
-      config,
-      loadEnvironments(config),
-      createLogger('info', new LogCapture().stream),
-      createMetrics(),
-      createRedisConnector(config),
-      env,
-    );
+    const env = serviceEnv(platform.keys.publicKeyBase64, { CONFIG_FILE: configFile, ADMIN_TOKEN: TOKEN });
+    service = await startInProcess(env);
     const admin = () => request(`http://127.0.0.1:${service!.admin.port}`);
 
     const n = platform.signed('payment.result', {

@@ -41,6 +41,19 @@ describe("a transform call's time limit", () => {
     expect(stoppedAt).toBeLessThanOrEqual(300 + 2 * 25 + 1);
   });
 
+  it('stops a starved call anyway once it has waited the margin past its limit, and takes a limit per call', () => {
+    const { c, now, cpuMs } = clocks();
+    const clock = createRunClock(50, now, cpuMs, 500);
+    clock.start();
+    expect(run(clock, c, 2000, 0.05)).toBe(551);
+    expect(clock.stopped()).toBe(true);
+    clock.stop();
+    expect(clock.stopped()).toBe(false);
+    clock.start(1000);
+    expect(run(clock, c, 5000, 1)).toBe(c.wall);
+    expect(c.wall - 551).toBe(1001);
+  });
+
   it('counts wall-clock time where the CPU time is unknown, and nothing while no call runs', () => {
     const { c, now } = clocks();
     const clock = createRunClock(50, now, undefined);

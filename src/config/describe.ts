@@ -1,23 +1,10 @@
+import { maskUrl } from '../logging/mask-url';
 import { redisTarget } from './redis-target';
 import type { Config } from './schema';
 
 const MASK = '***';
 /** Setting names whose values are secrets, whatever part of the configuration they sit in. */
 const SECRET_KEY = /password|secret|token|apikey|credential/i;
-
-/** A Redis, broker (or any) URL with its password, or a token in the user name's place, replaced, fit to print. */
-export function maskUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = MASK;
-    // A user name without a password is a token (nats://TOKEN@host).
-    else if (u.username) u.username = MASK;
-    else return url;
-    return u.toString();
-  } catch {
-    return url;
-  }
-}
 
 /**
  * A copy of the configuration fit to print: secrets (by setting name, so settings added later are
@@ -26,7 +13,7 @@ export function maskUrl(url: string): string {
 export function maskSecrets(value: unknown, key = ''): unknown {
   if (SECRET_KEY.test(key) && value !== undefined) return Array.isArray(value) ? value.map(() => MASK) : MASK;
   if (Array.isArray(value)) return value.map((v) => maskSecrets(v));
-  if (typeof value === 'string') return /^[a-z][a-z0-9+.-]*:\/\/[^/]*@/i.test(value) ? maskUrl(value) : value;
+  if (typeof value === 'string') return /^[a-z][a-z0-9+.-]*:\/\//i.test(value) ? maskUrl(value) : value;
   if (typeof value !== 'object' || value === null) return value;
   return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, key === 'headers' ? MASK : maskSecrets(v, k)]));
 }

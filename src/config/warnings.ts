@@ -1,3 +1,4 @@
+import { maskUrl } from '../logging/mask-url';
 import { EVENT_TYPES } from '../model/event-table';
 import { subscribes } from '../model/target-schema';
 import { destinationUrls, destinationUsesTls } from '../model/destination-schema';
@@ -19,6 +20,31 @@ function isProduction(name: string): boolean {
   return /prod/.test(name);
 }
 
+/** Whether a filter-syntax rule tests `field` (or a path under it), at its top or inside `$and`, `$or`, `$nor`. */
+function namesField(rule: unknown, field: string): boolean {
+  if (Array.isArray(rule)) return rule.some((r) => namesField(r, field));
+  if (typeof rule !== 'object' || rule === null) return false;
+  return Object.entries(rule).some(([key, value]) =>
+    key.startsWith('$') ? namesField(value, field) : key === field || key.startsWith(`${field}.`),
+  );
+}
+
+/**
+ * An `accept` rule that tests `merchantId`, which the current scheme does not sign (the `X-Merch-Id`
+ * header): logged at start-up too, since such a rule looks like a defence and is not one.
+ */
+export function unsignedAcceptWarnings(config: Config): string[] {
+  if (config.role === 'worker' || !config.signatureSchemes.includes('current')) return [];
+  return environmentsOf(config)
+    .filter((env) => env.accept !== undefined && namesField(env.accept, 'merchantId'))
+    .map(
+      (env) =>
+        `environment ${env.name}'s accept rule tests merchantId, which under the current signature scheme is the ` +
+        `unsigned X-Merch-Id header: another merchant's genuine notification re-sent with our X-Merch-Id ` +
+        `satisfies it; test a field of the signed body instead (e.g. { "data.merchant_no": { $in: [M100023] } })`,
+    );
+}
+
 /** Settings that are valid but probably not what a production deployment wants. */
 export function configWarnings(config: Config): string[] {
   const warnings: string[] = [];
@@ -34,8 +60,8 @@ export function configWarnings(config: Config): string[] {
   for (const t of config.targets) {
     if (t.url !== undefined && new URL(t.url).protocol === 'http:')
       warnings.push(
-        `target ${t.name} uses http:// (${t.url}): events and their headers cross the network unencrypted; use ` +
-          `https:// unless it stays on this host`,
+        `target ${t.name} uses http:// (${maskUrl(t.url)}): events and their headers cross the network ` +
+          `unencrypted; use https:// unless it stays on this host`,
       );
     if (
       t.destination &&
@@ -59,6 +85,7 @@ export function configWarnings(config: Config): string[] {
       );
     }
   }
+  warnings.push(...unsignedAcceptWarnings(config));
   if (config.signatureSchemes.includes('legacy')) {
     warnings.push(
       'the legacy v1.2 signature scheme is on: its signature covers neither the path nor a nonce; turn it off ' +

@@ -1,7 +1,7 @@
 import { UnrecoverableError } from 'bullmq';
 import { decodeRawBody, type DeliveryJob } from '../model/jobs';
 import type { Target } from '../model/target-schema';
-import { transformTimeoutOf } from '../transform/check';
+import { transformLimitsOf } from '../transform/check';
 import { startSandbox, TransformError, type Sandbox } from '../transform/sandbox';
 import { transformCodeOf } from '../transform/source';
 import type { FailureFacts } from './failure';
@@ -32,7 +32,7 @@ export function createShaper(target: Target): Shaper | undefined {
   let sandbox: Sandbox | undefined;
   let unreadable: string | undefined;
   try {
-    sandbox = startSandbox(transformCodeOf(target), transformTimeoutOf(target));
+    sandbox = startSandbox(transformCodeOf(target), transformLimitsOf(target));
     // Compiled as the worker starts, not on its first event (a fault is that event's error).
     void sandbox.compiled();
   } catch (err) {

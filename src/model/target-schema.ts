@@ -108,6 +108,16 @@ const targetFields = z.object({
   transform: z.string().min(1).optional(),
   /** The transform's time limit per event, milliseconds. @defaultValue 50 */
   transformTimeoutMs: z.number().int().min(1).max(1000).optional(),
+  /**
+   * The most the transform's result may take, bytes of JSON; more fails the delivery (`transform_error`).
+   * @defaultValue 1048576 (1 MiB)
+   */
+  transformMaxBytes: z
+    .number()
+    .int()
+    .min(2)
+    .max(8 * 1024 * 1024)
+    .optional(),
   order: z
     .object({
       key: z

@@ -1,7 +1,7 @@
 import type { BlockedKey } from '../ordering/sequencer';
 import type { QueueRegistry } from '../pipeline/queue-registry';
 import type { BlockedKeys } from './blocked-keys';
-import { maskUrl } from '../config/describe';
+import { maskUrl } from '../logging/mask-url';
 import { destinationUrls } from '../model/destination-schema';
 import type { Target } from '../model/target-schema';
 

@@ -1,11 +1,13 @@
 import type { EventDefinition } from '../model/event-table';
-import { MAX_JSON_DEPTH, nestsDeeperThan } from './json-depth';
+import { duplicateKeyIn } from './json-duplicates';
+import { MAX_JSON_DEPTH, membersUnlessDeeperThan } from './json-depth';
 
 export type ParsedPayload = { ok: true; payload: unknown } | { ok: false; errors: string[] };
 
 /**
  * JSON-parses a verified body and checks it against its event's schema; a body nested deeper than
- * MAX_JSON_DEPTH is not parsed. `confirm` checks the parsed
+ * MAX_JSON_DEPTH is not parsed, and one holding a key twice in an object is refused (the checks would
+ * judge the last copy, the target may read the first). `confirm` checks the parsed
  * JSON against what verification relied on (the legacy body timestamp) and returns a problem or
  * `undefined`.
  */
@@ -14,8 +16,8 @@ export function parsePayload(
   text: string,
   confirm?: (json: unknown) => string | undefined,
 ): ParsedPayload {
-  if (nestsDeeperThan(text, MAX_JSON_DEPTH))
-    return { ok: false, errors: [`body nests deeper than ${MAX_JSON_DEPTH} levels`] };
+  const members = membersUnlessDeeperThan(text, MAX_JSON_DEPTH);
+  if (members < 0) return { ok: false, errors: [`body nests deeper than ${MAX_JSON_DEPTH} levels`] };
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -24,6 +26,8 @@ export function parsePayload(
     const position = /position (\d+)/.exec((err as Error).message)?.[1];
     return { ok: false, errors: [`body is not JSON${position ? ` (at position ${position})` : ''}`] };
   }
+  const duplicate = duplicateKeyIn(text, json, members);
+  if (duplicate !== undefined) return { ok: false, errors: [`duplicate key ${JSON.stringify(duplicate)}`] };
   const mismatch = confirm?.(json);
   if (mismatch !== undefined) return { ok: false, errors: [mismatch] };
   const result = definition.schema.safeParse(json);

@@ -1,3 +1,4 @@
+import { maskUrl } from '../logging/mask-url';
 /**
  * Whether tracing is on, from the standard OpenTelemetry variables: an OTLP endpoint
  * (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or `OTEL_EXPORTER_OTLP_ENDPOINT`) turns it on, unless
@@ -72,7 +73,7 @@ export class TracingConfigError extends Error {
   override readonly name = 'TracingConfigError';
 }
 
-/** The endpoint for a log line: credentials in its user part (or query string) masked. */
+/** The endpoint for a log line: masked as every URL shown is, and its whole query string too. */
 export function maskedEndpoint(endpoint: string): string {
-  return endpoint.replace(/\/\/[^/@]*@/, '//***@').replace(/\?.*$/, '?***');
+  return maskUrl(endpoint).replace(/\?.*$/, '?***');
 }

@@ -1,12 +1,21 @@
 import type { Target } from '../model/target-schema';
-import { startSandbox, TransformError, type TransformInput } from './sandbox';
+import {
+  DEFAULT_TRANSFORM_MAX_BYTES,
+  startSandbox,
+  TransformError,
+  type TransformInput,
+  type TransformLimits,
+} from './sandbox';
 import { transformCodeOf } from './source';
 
 /** The time limit of a target's transform. @defaultValue 50 ms */
 export const DEFAULT_TRANSFORM_TIMEOUT_MS = 50;
 
-export function transformTimeoutOf(target: Pick<Target, 'transformTimeoutMs'>): number {
-  return target.transformTimeoutMs ?? DEFAULT_TRANSFORM_TIMEOUT_MS;
+export function transformLimitsOf(target: Pick<Target, 'transformTimeoutMs' | 'transformMaxBytes'>): TransformLimits {
+  return {
+    timeoutMs: target.transformTimeoutMs ?? DEFAULT_TRANSFORM_TIMEOUT_MS,
+    maxBytes: target.transformMaxBytes ?? DEFAULT_TRANSFORM_MAX_BYTES,
+  };
 }
 
 /**
@@ -24,12 +33,12 @@ export async function transformProblems(targets: readonly Target[]): Promise<str
       } catch (err) {
         return `${where}: ${(err as Error).message}`;
       }
-      const sandbox = startSandbox(code, transformTimeoutOf(target));
+      const sandbox = startSandbox(code, transformLimitsOf(target));
       try {
         const fault = await sandbox.compiled();
-        return fault
-          ? `${where}: the transform does not compile: ${new TransformError(fault, code.file).message}`
-          : undefined;
+        if (!fault) return undefined;
+        const problem = fault.kind === 'timeout' ? 'does not compile in time' : 'does not compile';
+        return `${where}: the transform ${problem}: ${new TransformError(fault, code.file).message}`;
       } finally {
         await sandbox.close();
       }
@@ -47,12 +56,17 @@ export async function tryTransform(
   inputs: readonly TransformInput[],
 ): Promise<({ body: string | null } | { error: string })[]> {
   let sandbox;
+  let code;
   try {
-    sandbox = startSandbox(transformCodeOf(target), transformTimeoutOf(target));
+    code = transformCodeOf(target);
+    sandbox = startSandbox(code, transformLimitsOf(target));
   } catch (err) {
     return inputs.map(() => ({ error: (err as Error).message }));
   }
   try {
+    // Compiled once: a transform that does not compile (or not in time) gives that error for every input.
+    const fault = await sandbox.compiled();
+    if (fault) return inputs.map(() => ({ error: new TransformError(fault, code.file).message }));
     const results: ({ body: string | null } | { error: string })[] = [];
     for (const input of inputs) {
       try {

@@ -34,7 +34,20 @@ export interface ThreadData {
   /** The name errors give the source: its file, or `inline:<target>`. */
   file: string;
   timeoutMs: number;
+  /** The time limit of the sandbox's own work on each call: reading the event in, writing the result out. */
+  ownWorkMs: number;
+  /** How far past its limit a step that waited for a core may run, wall-clock time, before it is stopped anyway. */
+  marginMs: number;
+  /** The most a transform's result may take, in bytes of UTF-8 JSON. */
+  maxBytes: number;
   memoryBytes: number;
+  /**
+   * One Float64 the thread writes as each step of a call starts: until when (Date.now()) that step may
+   * run. The service's watchdog ends a thread still busy a margin past it (a built-in QuickJS cannot
+   * interrupt), so the transform's own step is cut within its limit and the margin, however long the
+   * sandbox's own steps before it took.
+   */
+  progress: SharedArrayBuffer;
   stackBytes: number;
 }
 

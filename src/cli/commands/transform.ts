@@ -5,6 +5,7 @@ import type { Config } from '../../config/schema';
 import { buildRequest } from '../../forwarding/build-request';
 import { createSigner } from '../../forwarding/signer';
 import { maskHeaders } from '../../logging/mask-headers';
+import { maskUrl } from '../../logging/mask-url';
 import { DEFAULT_ENVIRONMENT } from '../../model/environments';
 import { EVENT_TYPES, type EventType } from '../../model/event-table';
 import { eventIdFor } from '../../model/ids';
@@ -150,7 +151,7 @@ async function show(target: Target, event: DeliveryFields, out: Out): Promise<nu
     transformed = result.body;
   }
   const req = buildRequest(toDeliveryJob(event, target.name), target, createSigner(target), new Date(), transformed);
-  out(`POST ${target.url}`);
+  out(`POST ${maskUrl(target.url ?? '')}`);
   for (const [name, value] of Object.entries(maskHeaders(req.headers))) out(`${name}: ${value}`);
   out('');
   out(typeof req.body === 'string' ? req.body : req.body.toString('utf8'));
