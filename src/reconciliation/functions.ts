@@ -1,6 +1,13 @@
 import type { ApiEnvironment, InquiryCode } from '../config/api-environments';
 import type { EventType } from '../model/event-table';
-import { startSandbox, TransformError, type Sandbox, type TransformCode } from '../transform/sandbox';
+import {
+  DEFAULT_TRANSFORM_MAX_BYTES,
+  startSandbox,
+  TransformError,
+  type Sandbox,
+  type TransformCode,
+  type TransformLimits,
+} from '../transform/sandbox';
 
 /** What `request(expectation)` is given. */
 export interface InquirySubject {
@@ -33,10 +40,13 @@ const CALL = {
   settled: '\n;function transform(event) { return settled(event.data); }\n',
 };
 
+/** An inquiry function's answer is small: the transforms' output cap is ample. */
+const limitsOf = (timeoutMs: number): TransformLimits => ({ timeoutMs, maxBytes: DEFAULT_TRANSFORM_MAX_BYTES });
+
 export function startInquiryFunctions(code: InquiryCode): InquiryFunctions {
   const sandbox = (name: 'request' | 'settled'): Sandbox | undefined => {
     const source = code[name];
-    return source && startSandbox({ source: source.source + CALL[name], file: source.file }, code.timeoutMs);
+    return source && startSandbox({ source: source.source + CALL[name], file: source.file }, limitsOf(code.timeoutMs));
   };
   const request = sandbox('request');
   const settled = sandbox('settled')!;
@@ -92,7 +102,7 @@ export async function inquiryFunctionProblems(environments: readonly ApiEnvironm
 }
 
 async function compileProblem(code: TransformCode, timeoutMs: number, where: string): Promise<string | undefined> {
-  const sandbox = startSandbox(code, timeoutMs);
+  const sandbox = startSandbox(code, limitsOf(timeoutMs));
   try {
     const fault = await sandbox.compiled();
     return fault ? `${where}: does not compile: ${new TransformError(fault, code.file).message}` : undefined;
