@@ -1,6 +1,5 @@
-import type { Server } from 'node:http';
+import type { RequestListener, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Express } from 'express';
 import { sourceCidrsOf } from './config/environments';
 import type { PlatformEnvironment } from './config/keys';
 import type { Config } from './config/schema';
@@ -43,7 +42,7 @@ export function buildReceiverApp({
   metrics,
   clock = Date.now,
   pipeline,
-}: ReceiverDeps): Express {
+}: ReceiverDeps): RequestListener {
   const verifierOptions = {
     environments,
     headerPrefix: config.signatureHeaderPrefix,

@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { loadEnvironments } from '../src/config/keys';
-import { RET_CODES } from '../src/http/envelope';
+import { RET_CODES, SUCCESS } from '../src/http/envelope';
 import { createApp } from '../src/http/app';
 import { createPublicServer } from '../src/http/public-server';
 import { helmetHeaders } from '../src/http/security-headers';
@@ -255,6 +255,29 @@ describe('every answer of the public port carries the envelope and the security 
       signedRequest((p) => p.headers.push(['X-Padding', 'p'.repeat(20 * 1024)])),
     );
     expectEnvelopeAndSecurityHeaders(res, 431, RET_CODES.headersTooLarge);
+  });
+});
+
+describe('a notify POST is served alike with or without Express in front', () => {
+  // The front serves a POST with a Host itself; an HTTP/1.0 one without Host goes through the Express app.
+  it('200 both ways, each notification stored and logged, with the same headers', async () => {
+    const front = await only(live.port, signedRequest());
+    const n = platform.signed('payment.result');
+    const headers: [string, string][] = [...Object.entries(n.headers), ['Content-Length', String(n.body.length)]];
+    const viaExpress = await only(live.port, rawRequest('POST', n.target, headers, n.body, 'HTTP/1.0'));
+    expectEnvelopeAndSecurityHeaders(front, 200, SUCCESS.ret_code);
+    expectEnvelopeAndSecurityHeaders(viaExpress, 200, SUCCESS.ret_code);
+    expect(Object.keys(viaExpress.headers).sort()).toEqual(Object.keys(front.headers).sort());
+    const received = live.logs.lines.filter((l) => l.message === 'notification received');
+    expect(received.map((l) => l.nonce)).toEqual(expect.arrayContaining([n.headers['x-svc-nonce']]));
+  });
+
+  it('401 through Express too for a body changed after signing (the front refuses it above)', async () => {
+    const n = platform.signed('payment.result');
+    const body = Buffer.from(n.body.toString().replace('}', ',"x":1}'));
+    const headers: [string, string][] = [...Object.entries(n.headers), ['Content-Length', String(body.length)]];
+    const viaExpress = await only(live.port, rawRequest('POST', n.target, headers, body, 'HTTP/1.0'));
+    expectEnvelopeAndSecurityHeaders(viaExpress, 401, RET_CODES.signature);
   });
 });
 

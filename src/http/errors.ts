@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from '../logging/logger';
 import { send } from './answer';
@@ -10,10 +11,16 @@ export function notFound(answers: PublicAnswers) {
 
 /** Maps every error to an envelope through the one writer; callers never see a stack trace. */
 export function errorHandler(logger: Logger, answers: PublicAnswers) {
-  return (err: unknown, req: Request, res: Response, _next: NextFunction): void => {
+  const answer = errorAnswer(logger, answers);
+  return (err: unknown, req: Request, res: Response, _next: NextFunction): void => answer(err, req, res, req.path);
+}
+
+/** The error handler's answer, for a request served without Express (`path` as Express's `req.path`). */
+export function errorAnswer(logger: Logger, answers: PublicAnswers) {
+  return (err: unknown, req: IncomingMessage, res: ServerResponse, path: string): void => {
     if (err instanceof BodyTooLargeError) {
       logger.warn('request refused: body too large', {
-        path: req.path,
+        path,
         outcome: 'rejected',
         reason: 'body_too_large',
         limit: err.limit,
@@ -22,10 +29,10 @@ export function errorHandler(logger: Logger, answers: PublicAnswers) {
     }
     const status = (err as { status?: number }).status;
     if (typeof status === 'number' && status >= 400 && status < 500) {
-      logger.warn('request refused', { path: req.path, status, error: (err as Error).message });
+      logger.warn('request refused', { path, status, error: (err as Error).message });
       return send(res, answers.badRequest, bodyLeftUnread(req));
     }
-    logger.error('request failed', { path: req.path, error: (err as Error).message, stack: (err as Error).stack });
+    logger.error('request failed', { path, error: (err as Error).message, stack: (err as Error).stack });
     if (res.headersSent) return void res.destroy();
     send(res, answers.internal, bodyLeftUnread(req));
   };

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { PassThrough } from 'node:stream';
-import type { Express } from 'express';
+import type { RequestListener } from 'node:http';
 import { loadEnvironments } from '../../src/config/keys';
 import { loadConfig } from '../../src/config/load';
 import type { Config } from '../../src/config/schema';
@@ -43,7 +43,7 @@ export function testConfig(env: Record<string, string | undefined>): Config {
 }
 
 export interface Harness {
-  app: Express;
+  app: RequestListener;
   config: Config;
   /** The queues, as the entry point builds them once per process. */
   pipeline: Pipeline;

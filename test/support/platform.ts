@@ -1,4 +1,4 @@
-import type { Express } from 'express';
+import type { RequestListener } from 'node:http';
 import { eventDefinition, type EventType } from '../../src/model/event-table';
 import { generateTestKeyPair, type TestKeyPair } from '../../src/signing/keypair';
 import { sampleBody } from '../../src/signing/samples';
@@ -28,7 +28,7 @@ export class FakePlatform {
     return { target, headers, body };
   }
 
-  send(app: Express, n: { target: string; headers: Record<string, string>; body: Buffer }) {
+  send(app: RequestListener, n: { target: string; headers: Record<string, string>; body: Buffer }) {
     return postRaw(app, n.target, n.headers, n.body);
   }
 }

@@ -1,8 +1,13 @@
-import type { Express } from 'express';
+import type { RequestListener } from 'node:http';
 import request from 'supertest';
 
 /** POSTs the exact bytes given (supertest would otherwise JSON-encode a Buffer), to an app or a base URL. */
-export function postRaw(app: Express | string, target: string, headers: Record<string, string>, body: Buffer | string) {
+export function postRaw(
+  app: RequestListener | string,
+  target: string,
+  headers: Record<string, string>,
+  body: Buffer | string,
+) {
   return request(app)
     .post(target)
     .set(headers)
