@@ -9,8 +9,8 @@
  * apart (a window of 1,500 requests holds a few); so are V8's compilers, still busy after a short
  * warm-up.
  *
- *   npm run build && node dist/bench/instructions.js [--subjects=service,express,node]
- *       [--requests=1500] [--warmup=6000] [--service-env=K=V,...] [--node-flags='...'] [--mode=cpu]
+ *   npm run build && node dist/bench/instructions.js [--subjects=service,express,node,script]
+ *       [--baseline-script=../shared/perf/baseline-express.cjs] [--requests=1500] [--warmup=6000] [--service-env=K=V,...] [--node-flags='...'] [--mode=cpu]
  *
  * `--node-flags` replaces the service's V8 flags (default: those of `npm start`); `--mode=cpu`
  * measures CPU ms per request at full speed instead, without valgrind. IR_KEEP=1 keeps the dumps
@@ -28,6 +28,7 @@ import {
   benchModule,
   freePort,
   killAllChildren,
+  PROJECT_ROOT,
   serviceModule,
   serviceNodeFlags,
   sleep,
@@ -39,7 +40,11 @@ import { cpuMsOf } from './harness/cpu';
 import { BenchRedis } from './harness/redis';
 import { Workdir } from './harness/workdir';
 
-type Kind = 'service' | 'express' | 'node';
+/**
+ * `script`: an outside baseline, `node <--baseline-script> PORT REDIS_URL PUBLIC_KEY_FILE` (as the
+ * scripts of an outside yardstick take them), counted by the nonce keys it claims (`nonce:*`).
+ */
+type Kind = 'service' | 'express' | 'node' | 'script';
 
 /** `--mode=cpu`: no valgrind; CPU ms (user + system, /proc) per accepted request at full speed instead. */
 const CPU_MODE = process.argv.includes('--mode=cpu');
@@ -104,6 +109,19 @@ async function start(
   const port = await freePort();
   const vg = [...VALGRIND, `--callgrind-out-file=${path.join(outDir, 'callgrind.out')}`];
   const common = { REDIS_URL: redis.url, QUEUE_PREFIX: prefix };
+  if (kind === 'script') {
+    // The script resolves express, bullmq and ioredis from this project's node_modules.
+    const env = baseEnv({ NODE_PATH: path.join(PROJECT_ROOT, 'node_modules') });
+    const argv = [process.execPath, argValue('baseline-script', ''), String(port), redis.url, workdir.publicKeyFile];
+    const child = CPU_MODE
+      ? spawn(argv[0]!, argv.slice(1), { env, stdio: 'ignore' })
+      : spawn('valgrind', [...vg, ...argv], { env, stdio: 'ignore' });
+    running.add(child);
+    child.once('exit', () => running.delete(child));
+    const url = `http://127.0.0.1:${port}`;
+    await waitForHealth(url, child);
+    return { child, url, env };
+  }
   const [env, script, flags] =
     kind === 'service'
       ? [
@@ -183,8 +201,9 @@ function instructionsIn(outDir: string): Instructions {
   return sum;
 }
 
-/** Accepted notifications so far: each leaves one pending job. */
+/** Accepted notifications so far: each leaves one pending job (an outside baseline: one claimed nonce key). */
 async function accepted(redis: BenchRedis, prefix: string): Promise<number> {
+  if (prefix === 'irscript') return (await redis.admin.keys('nonce:*')).length;
   return (await jobTotals(redis.admin, keyPrefix(prefix))).pending;
 }
 
@@ -219,7 +238,8 @@ async function measure(
     const total = warmup + requests * 2;
     const load = runLoad(
       workdir,
-      { mode: 'saturate', url, amount: total, connections: 32, timeoutSec: 60 },
+      // Under valgrind a loaded machine may answer a few dozen a second: the run's bound must allow it.
+      { mode: 'saturate', url, amount: total, connections: 32, timeoutSec: 900 },
       await presign(workdir.privateKey, total + 32),
     );
     load.catch(() => undefined);
@@ -267,6 +287,8 @@ async function main(): Promise<void> {
     }
     if (results.service && results.express)
       process.stdout.write(`service ÷ express: ${(results.service / results.express).toFixed(2)}x\n`);
+    if (results.service && results.script)
+      process.stdout.write(`service ÷ script: ${(results.service / results.script).toFixed(2)}x\n`);
     if (results.service && results.node)
       process.stdout.write(`service ÷ node:http: ${(results.service / results.node).toFixed(2)}x\n`);
   } finally {
