@@ -24,7 +24,7 @@ export interface NotifyRequest {
   path: string;
   /** The request target as received (Express's `req.originalUrl`): what the platform signed. */
   target: string;
-  /** The sender's address as the allowlists judge it (Express's `req.ip`, so after `trust proxy`), asked only when needed. */
+  /** The sender's address as the allowlists judge it (Express's `req.ip`, after `trust proxy`), asked when needed. */
   ip: () => string | undefined;
 }
 
