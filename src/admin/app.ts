@@ -16,7 +16,7 @@ import type { Pipeline } from '../pipeline/pipeline';
 import { createFailureWindow, type FailureWindowOptions } from './auth-failures';
 import { hasCredentials, operatorsOnlyWrites, requireAdmin, type AdminCredentials } from './auth';
 import { consoleRouter, CONSOLE_PATH } from './console/router';
-import { dashboardRouter, DASHBOARD_PATH, withoutOtherOrigins } from './dashboard';
+import { dashboardOnFirstUse, DASHBOARD_PATH, withoutOtherOrigins } from './dashboard';
 import { dashboardJobData } from './dashboard-masking';
 import { dashboardWrites } from './dashboard-writes';
 import { readiness } from './health';
@@ -96,12 +96,12 @@ export function createAdminApp(deps: AdminDeps): Express {
     strictTransportSecurity: false,
   });
   const showJobData = dashboardJobData(deps.mask);
-  const dashboard = dashboardRouter(deps.pipeline.allQueues(), {
+  const dashboard = dashboardOnFirstUse(() => deps.pipeline.allQueues(), {
     readOnly: deps.readOnlyDashboard,
     showJobData,
     mask: deps.mask,
   });
-  deps.reloader?.onApplied(() => dashboard.showQueues(deps.pipeline.allQueues()));
+  deps.reloader?.onApplied(() => dashboard.showQueues());
   app.use(
     DASHBOARD_PATH,
     guard,

@@ -1,42 +1,26 @@
-import { createBullBoard } from '@bull-board/api';
-import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
-import { ExpressAdapter } from '@bull-board/express';
 import type { Queue } from 'bullmq';
-import type { NextFunction, Request, Response, Router } from 'express';
+import type { DashboardOptions, dashboardRouter } from './dashboard-board';
+import type { NextFunction, Request, Response } from 'express';
 
 export const DASHBOARD_PATH = '/admin/queues';
 
-export interface DashboardOptions {
-  /** Bull Board's own read-only mode: hides retry, promote, clean and add, and refuses them with 405. */
-  readOnly: boolean;
-  /** What a job's data and return value show: the admin API's masking. */
-  showJobData: (data: unknown) => unknown;
-  mask: (value: unknown) => unknown;
-}
-
 /**
- * Bull Board over every queue of the service, every job's data masked as the admin API masks it.
- * `showQueues` replaces the list, after a configuration reload added or removed a target.
+ * Bull Board over every queue of the service (dashboard-board.ts), built with the first request that
+ * reaches it: a process nobody opens the dashboard of never loads Bull Board, its templates and their
+ * dependencies, which would otherwise stay in its heap for good. `showQueues` gives a built board the
+ * current list after a configuration reload (a board built later reads it then).
  */
-export function dashboardRouter(
-  queues: Iterable<Queue>,
+export function dashboardOnFirstUse(
+  queues: () => Iterable<Queue>,
   opts: DashboardOptions,
-): { router: Router; showQueues(queues: Iterable<Queue>): void } {
-  const serverAdapter = new ExpressAdapter();
-  serverAdapter.setBasePath(DASHBOARD_PATH);
-  const adapt = (list: Iterable<Queue>) =>
-    [...list].map((q) => {
-      const adapter = new BullMQAdapter(q, { readOnlyMode: opts.readOnly });
-      adapter.setFormatter('data', opts.showJobData);
-      adapter.setFormatter('returnValue', opts.mask);
-      return adapter;
-    });
-  const board = createBullBoard({
-    queues: adapt(queues),
-    serverAdapter,
-    options: { uiConfig: { boardTitle: 'Webhook receiver' } },
-  });
-  return { router: serverAdapter.getRouter() as Router, showQueues: (list) => board.replaceQueues(adapt(list)) };
+): { router: (req: Request, res: Response, next: NextFunction) => void; showQueues(): void } {
+  let board: Promise<ReturnType<typeof dashboardRouter>> | undefined;
+  const built = () =>
+    (board ??= import('./dashboard-board').then((m) => m.dashboardRouter(queues(), DASHBOARD_PATH, opts)));
+  return {
+    router: (req, res, next) => void built().then((b) => b.router(req, res, next), next),
+    showQueues: () => void board?.then((b) => b.showQueues(queues())),
+  };
 }
 
 const OTHER_ORIGIN_LINK = /<link\b[^>]*\bhref="https?:\/\/[^"]*"[^>]*>\s*/gi;

@@ -4,8 +4,6 @@ import { settlesWithin } from '../redis/with-timeout';
 import type { DeliveryJob } from '../model/jobs';
 import type { OutgoingRequest } from './build-request';
 import type { Target } from '../model/target-schema';
-import { createAmqpTransport } from './destinations/amqp';
-import { createNatsTransport } from './destinations/nats';
 import { createRedisStreamTransport } from './destinations/redis-stream';
 import type { Logger } from '../logging/logger';
 
@@ -42,10 +40,29 @@ export function createTransport(target: Target, logger?: Logger): DeliveryTransp
     case undefined:
       return createHttpTransport(target);
     case 'amqp':
-      return createAmqpTransport(target, d, logger);
+      return loadedOnFirstSend(async () =>
+        (await import('./destinations/amqp')).createAmqpTransport(target, d, logger),
+      );
     case 'nats':
-      return createNatsTransport(target, d, logger);
+      return loadedOnFirstSend(async () =>
+        (await import('./destinations/nats')).createNatsTransport(target, d, logger),
+      );
     case 'redis-stream':
       return createRedisStreamTransport(target, d, logger);
   }
+}
+
+/**
+ * A broker's transport, its client library loaded with the first send (the transport connects then
+ * anyway): a process with no target of that kind never loads amqplib or the NATS client, whose code
+ * would otherwise stay in every worker's heap.
+ */
+function loadedOnFirstSend(load: () => Promise<DeliveryTransport>): DeliveryTransport {
+  let transport: Promise<DeliveryTransport> | undefined;
+  return {
+    send: async (message, job) => (await (transport ??= load())).send(message, job),
+    async close(ms) {
+      if (transport) await (await transport).close(ms);
+    },
+  };
 }
