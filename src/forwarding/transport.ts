@@ -7,6 +7,7 @@ import type { Target } from '../model/target-schema';
 import { createAmqpTransport } from './destinations/amqp';
 import { createNatsTransport } from './destinations/nats';
 import { createRedisStreamTransport } from './destinations/redis-stream';
+import { createPostgresTransport } from './destinations/postgres';
 import type { Logger } from '../logging/logger';
 
 /**
@@ -33,8 +34,8 @@ export function createHttpTransport(target: Target): DeliveryTransport {
 }
 
 /**
- * The transport for a target's kind of destination: its `url` (HTTP) or its message broker (which logs its connection
- * lost and restored).
+ * The transport for a target's kind of destination: its `url` (HTTP), its message broker or its PostgreSQL
+ * table (which log their connection lost and restored).
  */
 export function createTransport(target: Target, logger?: Logger): DeliveryTransport {
   const d = target.destination;
@@ -47,5 +48,7 @@ export function createTransport(target: Target, logger?: Logger): DeliveryTransp
       return createNatsTransport(target, d, logger);
     case 'redis-stream':
       return createRedisStreamTransport(target, d, logger);
+    case 'postgres':
+      return createPostgresTransport(target, d, logger);
   }
 }
