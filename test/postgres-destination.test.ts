@@ -12,7 +12,7 @@ import { tempDir } from './support/temp-dir';
 import { runCli } from '../src/cli/run';
 import { cliFailure } from '../src/cli/errors';
 import { loadConfig } from '../src/config/load';
-import { ConfigError } from '../src/config/errors';
+import { type ConfigError } from '../src/config/errors';
 import { eventIdFor } from '../src/model/ids';
 import { createTargetControl } from '../src/operations/targets';
 import type { DeliveryFailure } from '../src/model/jobs';
