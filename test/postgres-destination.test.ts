@@ -4,7 +4,7 @@ import { Client } from 'pg';
 import request from 'supertest';
 import { stringify } from 'yaml';
 import { ADMIN_TEST_TOKEN, buildForwarding, waitUntil, type ForwardingHarness } from './support/forwarding-harness';
-import { testRedisUrl } from './support/harness';
+import { LogCapture, testRedisUrl } from './support/harness';
 import { FakePlatform } from './support/platform';
 import { freshDatabase } from './support/postgres';
 import { TargetServer } from './support/target-server';
@@ -15,6 +15,8 @@ import { loadConfig } from '../src/config/load';
 import { type ConfigError } from '../src/config/errors';
 import { eventIdFor } from '../src/model/ids';
 import { createTargetControl } from '../src/operations/targets';
+import { createReloader } from '../src/operations/reload';
+import { createLogger } from '../src/logging/logger';
 import type { DeliveryFailure } from '../src/model/jobs';
 
 jest.setTimeout(60000);
@@ -268,6 +270,51 @@ describe('postgres destination: the table, checked before deliveries', () => {
     expect(ok.text).not.toContain('pw-check-0815');
     // config check looks, and creates nothing.
     expect((await db.query("SELECT to_regclass('inbox_new') AS t")).rows[0].t).toBeNull();
+  });
+
+  it('a reload whose postgres target names a missing table is refused, and createTable makes it on the next', async () => {
+    const url = await freshDatabase('pgreload');
+    f = buildForwarding(platform, [{ name: 'erp', url: 'http://127.0.0.1:9/hook' }]);
+    const destination = { type: 'postgres', url, table: 'inbox' };
+    const file = path.join(tempDir('pgreload'), 'config.yaml');
+    const env = {
+      PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64,
+      CONFIG_FILE: file,
+      REDIS_URL: testRedisUrl(),
+      QUEUE_PREFIX: f.config.queuePrefix,
+    };
+    const logs = new LogCapture();
+    const reloader = createReloader({
+      env,
+      config: f.config,
+      pipeline: f.pipeline,
+      workers: f.workers,
+      logger: createLogger('info', logs.stream),
+    });
+
+    writeFileSync(file, stringify({ targets: [{ name: 'ledger', events: ['*'], destination }] }));
+    await expect(reloader.reload({ principal: 'test' })).rejects.toMatchObject({
+      problems: [
+        'target "ledger": table "inbox" does not exist: create it (docs/forwarding.md) or set createTable: true',
+      ],
+    });
+    expect(f.pipeline.targets().map((t) => t.name)).toEqual(['erp']);
+
+    const created = { ...destination, createTable: true };
+    writeFileSync(file, stringify({ targets: [{ name: 'ledger', events: ['*'], destination: created }] }));
+    await expect(reloader.reload({ principal: 'test' })).resolves.toMatchObject({
+      added: ['ledger'],
+      removed: ['erp'],
+    });
+    expect(logs.find((l) => l.message === 'postgres destination')).toMatchObject({
+      created: 'target ledger: created table "inbox" (createTable: true)',
+    });
+    const eventId = await notify({ request_id: 'AFTER-RELOAD' });
+    const db = new Client({ connectionString: url });
+    await db.connect();
+    clients.push(db);
+    await waitUntil(async () => (await rowCount(db)) === 1, 10000, 'the row');
+    expect((await db.query('SELECT webhook_id FROM inbox')).rows).toEqual([{ webhook_id: eventId }]);
   });
 
   it('a destination URL may be given as { env: NAME } or file:<path>, for the broker URLs too', async () => {
