@@ -3,7 +3,8 @@ import { stringify } from 'yaml';
 import { serviceLogFile, type BenchContext } from './context';
 import { cpuMsOf } from './cpu';
 import { RssSampler, toMB } from './rss';
-import { startService, type Subject } from '../subjects/subjects';
+import { enqueueBacklog } from './backlog';
+import { startRawDrainerProcess, startService, type Subject } from '../subjects/subjects';
 
 export type DrainerKind = 'service' | 'baseline';
 
@@ -19,15 +20,8 @@ export interface DrainInto {
 
 export type MaybeDrainInto = DrainInto | { skipped: string };
 
-/** The service as the drainer: `ROLE=worker` with the one target, over the queues under `prefix`. */
-export async function startServiceWorker(
-  ctx: BenchContext,
-  prefix: string,
-  target: Record<string, unknown>,
-  label: string,
-): Promise<Subject> {
-  const configFile = ctx.workdir.file(`service-${label}.yaml`);
-  writeFileSync(configFile, stringify({ targets: [target] }));
+/** The service as the drainer: `ROLE=worker` with `configFile`'s targets, over the queues under `prefix`. */
+export function startWorkerService(ctx: BenchContext, prefix: string, configFile: string, label: string) {
   return startService({
     redisUrl: ctx.redis.url,
     publicKeyFile: ctx.workdir.publicKeyFile,
@@ -37,6 +31,32 @@ export async function startServiceWorker(
     logFile: serviceLogFile(ctx, label),
     extraEnv: ctx.options.serviceEnv,
   });
+}
+
+/**
+ * Queues the backlog for one `destination` target while nothing consumes it, then starts the drainer:
+ * the service (`ROLE=worker` with that target, `concurrency` the drain's), or the raw drainer `script`
+ * with its `env` (the same total concurrency, spread over the event queues).
+ */
+export async function queueAndStartDrainer(
+  ctx: BenchContext,
+  kind: DrainerKind,
+  label: string,
+  backlog: number,
+  destination: Record<string, unknown>,
+  raw: { script: Parameters<typeof startRawDrainerProcess>[0]; env: Record<string, string> },
+): Promise<Subject> {
+  const prefix = `${label}${kind}`;
+  const target = { name: 'merchant', events: ['*'], concurrency: ctx.options.drain.targetConcurrency, destination };
+  const { seconds } = await enqueueBacklog(kind, ctx.redis.url, prefix, backlog, { targets: [target], orderKeys: 0 });
+  ctx.log(`${label} ${kind}: ${backlog} events queued in ${seconds.toFixed(1)} s`);
+  if (kind === 'baseline') {
+    const concurrency = ctx.options.drain.rawWorkerConcurrency;
+    return startRawDrainerProcess(raw.script, { redisUrl: ctx.redis.url, prefix, concurrency, env: raw.env });
+  }
+  const configFile = ctx.workdir.file(`service-${label}.yaml`);
+  writeFileSync(configFile, stringify({ targets: [target] }));
+  return startWorkerService(ctx, prefix, configFile, `${label}-${kind}`);
 }
 
 /**

@@ -1,17 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import { connect, type ChannelModel } from 'amqplib';
-import { enqueueBacklog } from '../harness/backlog';
 import type { BenchContext } from '../harness/context';
 import { FORWARDING_MISSING } from '../harness/context';
 import {
   drainFigures,
   interleavedRounds,
-  startServiceWorker,
+  queueAndStartDrainer,
   watchDrainer,
   type DrainerKind,
 } from '../harness/drainer';
 import type { AmqpPhase, MaybeAmqpDrain } from '../harness/results';
-import { startRawDrainerProcess } from '../subjects/subjects';
 
 /** Counts distinct message ids arriving on a queue, with the times of the first and the last. */
 class QueueCounter {
@@ -43,8 +41,6 @@ async function amqpRun(
   queue: string,
 ): Promise<MaybeAmqpDrain> {
   const { backlog, url } = ctx.options.amqp;
-  const concurrency = ctx.options.drain.rawWorkerConcurrency;
-  const targetConcurrency = ctx.options.drain.targetConcurrency;
   await ctx.redis.flush();
   const ch = await mq.createChannel();
   await ch.purgeQueue(queue);
@@ -55,24 +51,14 @@ async function amqpRun(
     counter.add(String(m.properties.messageId));
     ch.ack(m);
   });
-  const prefix = `amqp${kind}`;
-  const target = {
-    name: 'mq',
-    events: ['*'],
-    concurrency: targetConcurrency,
-    destination: { type: 'amqp', url, exchange, routingKey: 'bench.{type}' },
-  };
-  const { seconds } = await enqueueBacklog(kind, ctx.redis.url, prefix, backlog, { targets: [target], orderKeys: 0 });
-  ctx.log(`amqp ${kind}: ${backlog} events queued in ${seconds.toFixed(1)} s`);
-  const subject =
-    kind === 'baseline'
-      ? await startRawDrainerProcess('subjects/raw-amqp-worker', {
-          redisUrl: ctx.redis.url,
-          prefix,
-          concurrency,
-          env: { AMQP_URL: url, AMQP_EXCHANGE: exchange },
-        })
-      : await startServiceWorker(ctx, prefix, target, `amqp-${kind}`);
+  const subject = await queueAndStartDrainer(
+    ctx,
+    kind,
+    'amqp',
+    backlog,
+    { type: 'amqp', url, exchange, routingKey: 'bench.{type}' },
+    { script: 'subjects/raw-amqp-worker', env: { AMQP_URL: url, AMQP_EXCHANGE: exchange } },
+  );
   let used: { cpuMs: number; rssMaxMB: number };
   try {
     used = await watchDrainer(subject, backlog, () => counter.unique);

@@ -1,17 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
-import { enqueueBacklog } from '../harness/backlog';
 import { FORWARDING_MISSING, type BenchContext } from '../harness/context';
 import {
   drainFigures,
   interleavedRounds,
-  startServiceWorker,
+  queueAndStartDrainer,
   watchDrainer,
   type DrainerKind,
   type MaybeDrainInto,
 } from '../harness/drainer';
 import type { PostgresPhase } from '../harness/results';
-import { startRawDrainerProcess } from '../subjects/subjects';
 import { PostgresServer } from '../../src/demo/postgres-server';
 import { inboxDefinition } from '../../src/forwarding/destinations/postgres-row';
 import { MAX_POOL_SIZE } from '../../src/postgres/pool';
@@ -40,33 +38,22 @@ async function withClient<T>(url: string, use: (db: Client) => Promise<T>): Prom
  */
 async function postgresRun(ctx: BenchContext, serverUrl: string, kind: DrainerKind): Promise<MaybeDrainInto> {
   const { backlog } = ctx.options.postgres;
-  const concurrency = ctx.options.drain.rawWorkerConcurrency;
-  const targetConcurrency = ctx.options.drain.targetConcurrency;
   const database = `bench_${kind}_${randomBytes(4).toString('hex')}`;
   await withClient(serverUrl, (db) => db.query(`CREATE DATABASE ${database}`));
   const url = onDatabase(serverUrl, database);
   try {
     await withClient(url, (db) => db.query(inboxDefinition('inbox')));
     await ctx.redis.flush();
-    const prefix = `pg${kind}`;
-    const target = {
-      name: 'ledger',
-      events: ['*'],
-      concurrency: targetConcurrency,
-      destination: { type: 'postgres', url, table: 'inbox' },
-    };
-    const { seconds } = await enqueueBacklog(kind, ctx.redis.url, prefix, backlog, { targets: [target], orderKeys: 0 });
-    ctx.log(`postgres ${kind}: ${backlog} events queued in ${seconds.toFixed(1)} s`);
-    const subject =
-      kind === 'baseline'
-        ? await startRawDrainerProcess('subjects/raw-pg-worker', {
-            redisUrl: ctx.redis.url,
-            prefix,
-            concurrency,
-            // The service's pool for the same concurrency: the same number of connections inserting.
-            env: { PG_URL: url, PG_POOL_SIZE: String(Math.min(MAX_POOL_SIZE, targetConcurrency)) },
-          })
-        : await startServiceWorker(ctx, prefix, target, `postgres-${kind}`);
+    // The raw inserts get the service's pool for the same concurrency: as many connections inserting.
+    const poolSize = String(Math.min(MAX_POOL_SIZE, ctx.options.drain.targetConcurrency));
+    const subject = await queueAndStartDrainer(
+      ctx,
+      kind,
+      'postgres',
+      backlog,
+      { type: 'postgres', url, table: 'inbox' },
+      { script: 'subjects/raw-pg-worker', env: { PG_URL: url, PG_POOL_SIZE: poolSize } },
+    );
     const rows = new Client({ connectionString: url });
     await rows.connect();
     try {
