@@ -9,6 +9,7 @@ import { FakePlatform } from './support/platform';
 import { freshDatabase, PostgresServer } from './support/postgres';
 import { postRaw } from './support/post-raw';
 import { ServiceProcess } from './support/service-process';
+import { OtlpReceiver } from './support/otlp-receiver';
 import { tempDir } from './support/temp-dir';
 import { runCli } from '../src/cli/run';
 import { eventIdFor } from '../src/model/ids';
@@ -151,6 +152,39 @@ describe('postgres destination: outages', () => {
     expect(code).toBe(0);
     await waitUntil(() => deliveredFirst() === before + 1, 15000, 'the resend delivered');
     expect(await counted(url)).toEqual({ rows: 100, ids: 100 });
+  });
+
+  it('with tracing on, each row carries the trace id of the notification it came from', async () => {
+    const otlp = await OtlpReceiver.start();
+    try {
+      const url = await freshDatabase('pgtrace');
+      const configFile = path.join(tempDir('pgtrace'), 'config.yaml');
+      const destination = { type: 'postgres', url, table: 'inbox', createTable: true };
+      writeFileSync(configFile, stringify({ targets: [{ name: 'ledger', events: ['*'], destination }] }));
+      const s = await ServiceProcess.start({
+        REDIS_URL: testRedisUrl(),
+        QUEUE_PREFIX: uniquePrefix(),
+        PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64,
+        CONFIG_FILE: configFile,
+        OTEL_EXPORTER_OTLP_ENDPOINT: otlp.endpoint,
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+        OTEL_TRACES_SAMPLER: 'always_on',
+        OTEL_BSP_SCHEDULE_DELAY: '100',
+      });
+      started.push(s);
+      const n = platform.signed('payment.result', { body: body(1) });
+      await postRaw(`http://127.0.0.1:${s.port}`, n.target, n.headers, n.body).expect(200);
+      const eventId = eventIdFor('payment.result', 'production', Buffer.from(body(1)));
+      await waitUntil(async () => (await counted(url)).rows === 1, 15000, 'the row');
+      await waitUntil(() => otlp.spans.some((sp) => sp.attributes['webhook.event_id'] === eventId), 15000, 'spans');
+
+      const [row] = await query<{ trace_id: string }>(url, 'SELECT trace_id FROM inbox');
+      const server = otlp.spans.find((sp) => sp.kind === 2 && sp.attributes['webhook.event_id'] === eventId);
+      expect(row!.trace_id).toMatch(/^[0-9a-f]{32}$/);
+      expect(row!.trace_id).toBe(server!.traceId);
+    } finally {
+      await otlp.close();
+    }
   });
 
   it('a missing table stops the service at start-up, with the reason', async () => {
