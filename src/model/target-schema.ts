@@ -180,7 +180,9 @@ export const targetSchema = targetFields.superRefine((t, ctx) => {
     ctx.addIssue({
       code: 'custom',
       path: ['format'],
-      message: `target "${t.name}": a postgres destination stores the standard body as jsonb (passthrough keeps the platform's bytes for its signature, which a row does not carry)`,
+      message:
+        `target "${t.name}": a postgres destination stores the standard body as jsonb (passthrough keeps the ` +
+        `platform's bytes for its signature, which a row does not carry)`,
     });
   }
   for (const problem of t.filter ? filterProblems(t.filter) : []) {
