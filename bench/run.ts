@@ -13,6 +13,7 @@ import { runFixedRatePhase } from './phases/fixed-rate';
 import { ingestRound, runIngestPhase } from './phases/ingest';
 import { runSoakPhase } from './phases/soak';
 import { runAmqpPhase } from './phases/amqp';
+import { runPostgresPhase } from './phases/postgres';
 import { runTracingPhase } from './phases/tracing';
 import { runConsolePhase } from './phases/console';
 import { runTransformPhase } from './phases/transform';
@@ -106,6 +107,7 @@ export async function runBench(
     }
     if (options.phases.has('soak')) result.soak = await runSoakPhase(ctx);
     if (options.phases.has('amqp')) result.amqp = await runAmqpPhase(ctx);
+    if (options.phases.has('postgres')) result.postgres = await runPostgresPhase(ctx);
     if (options.phases.has('tracing')) result.tracing = await runTracingPhase(ctx);
     if (options.phases.has('console')) result.console = await runConsolePhase(ctx);
     if (options.phases.has('transform'))

@@ -13,6 +13,7 @@ import { startService } from './service';
 import { startTracing } from './tracing/start';
 import { maskedEndpoint, TracingConfigError, tracingSettings } from './tracing/settings';
 import { transformProblems } from './transform/check';
+import { checkPostgresTables } from './forwarding/destinations/postgres-table';
 
 /** What a shutdown may take beyond the receiver's and the workers' own bounds before the process leaves anyway. */
 const SHUTDOWN_MARGIN_MS = 5000;
@@ -23,6 +24,7 @@ async function main(): Promise<void> {
   let redis;
   let apiEnvironments;
   let configWarnings: string[] = [];
+  let tablesCreated: string[] = [];
   // The logger needs the config, so key warnings wait here and are logged once it exists.
   const keyWarnings: [string, Record<string, unknown>][] = [];
   try {
@@ -32,6 +34,13 @@ async function main(): Promise<void> {
     // Every target's transform compiles, or the service does not start (the target, the file, the line).
     const transforms = await transformProblems(config.targets);
     if (transforms.length) throw new ConfigError(transforms);
+    // A postgres target's table is there with its columns (or createTable made it), or the service does not start.
+    if (config.role !== 'receiver') {
+      const tables = await checkPostgresTables(config.targets);
+      if (tables.problems.length) throw new ConfigError(tables.problems);
+      configWarnings = [...configWarnings, ...tables.warnings];
+      tablesCreated = tables.created;
+    }
     environments =
       config.role === 'worker'
         ? []
@@ -52,6 +61,7 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel, undefined, { repeatIntervalMs: config.logRepeatIntervalMs });
   for (const [message, fields] of keyWarnings) logger.warn(message, fields);
   for (const warning of configWarnings) logger.warn('configuration', { warning });
+  for (const created of tablesCreated) logger.info('postgres destination', { created });
   for (const typo of mistypedEnv(process.env)) logger.warn('environment variable ignored: not a setting', typo);
   // Before anything that receives or delivers, so the first notification is traced too.
   const tracing = await startTracing(process.env, (key, message, fields) =>

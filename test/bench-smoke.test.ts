@@ -47,7 +47,11 @@ function ratioOfRow(result: BenchResult, section: RegExp, metric: string) {
 }
 
 it('when the harness runs in smoke mode, then every phase reports figures for the service and its baseline, with ratios', async () => {
-  const options = benchOptions({ BENCH_SMOKE: '1', BENCH_RESULTS_DIR: resultsDir }, 'jest test/bench-smoke.test.ts');
+  // The suite's PostgreSQL for the postgres phase (it makes and drops its own databases): no initdb of its own.
+  const options = benchOptions(
+    { BENCH_SMOKE: '1', BENCH_RESULTS_DIR: resultsDir, BENCH_PG_URL: process.env.TEST_PG_URL },
+    'jest test/bench-smoke.test.ts',
+  );
   const { file, table } = await runBench(options, () => undefined);
   const result = JSON.parse(readFileSync(file, 'utf8')) as BenchResult;
 
@@ -89,6 +93,15 @@ it('when the harness runs in smoke mode, then every phase reports figures for th
     expect(ratioOfRow(result, /^transform/, 'events/s delivered, with a transform vs without')).toEqual(
       expect.any(Number),
     );
+  }
+
+  if (forwardingAvailable()) {
+    // The drain into PostgreSQL: every event a row, by the service and by the raw inserts.
+    for (const d of [result.postgres?.service, result.postgres?.baseline]) {
+      if (!d || 'skipped' in d) throw new Error('the postgres phase did not run');
+      expect(d.delivered).toBe(options.postgres.backlog);
+    }
+    expect(ratioOfRow(result, /^drain into PostgreSQL/, 'events/s inserted')).toEqual(expect.any(Number));
   }
 
   for (const soak of [result.soak?.service, result.soak?.baseline]) {

@@ -9,6 +9,7 @@ export const PHASES = [
   'growth',
   'soak',
   'amqp',
+  'postgres',
   'tracing',
   'console',
   'transform',
@@ -52,6 +53,11 @@ export interface BenchOptions {
    * amqplib publishers with confirms, the same backlog, interleaved `rounds` times; the best counts.
    */
   amqp: { url: string; backlog: number; rounds: number };
+  /**
+   * The drain into a PostgreSQL table (BENCH_PG_URL's server, or a throwaway one): the service's delivery
+   * worker against raw node-postgres inserts, the same backlog and concurrency, interleaved `rounds` times.
+   */
+  postgres: { url: string | undefined; backlog: number; rounds: number };
   soak: { rate: number; seconds: number; baselineSeconds: number; sampleEveryMs: number };
   /** The console's search: events in the retention window, and timed requests of each kind. */
   console: { events: number; samples: number };
@@ -163,6 +169,11 @@ export function benchOptions(env: Env, command: string): BenchOptions {
       url: env.BENCH_AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672',
       backlog: num(env, 'AMQP_BACKLOG', smoke ? 300 : 20_000),
       rounds: num(env, 'AMQP_ROUNDS', smoke ? 1 : 2),
+    },
+    postgres: {
+      url: env.BENCH_PG_URL || undefined,
+      backlog: num(env, 'PG_BACKLOG', smoke ? 300 : 20_000),
+      rounds: num(env, 'PG_ROUNDS', smoke ? 1 : 2),
     },
     soak: {
       rate: num(env, 'SOAK_RATE', smoke ? 200 : 250),

@@ -1,6 +1,6 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { BenchResult, CpuFigures, DrainFigures, MaybeDrain, TableRow } from './results';
+import type { BenchResult, CpuFigures, DrainFigures, DrainIntoPhase, MaybeDrain, TableRow } from './results';
 
 /** The issue's targets, for a 2-core machine that also runs Redis and the load generator. */
 export const TARGETS = {
@@ -271,15 +271,14 @@ export function buildRows(res: BenchResult): TableRow[] {
   }
   // The service's RSS at the peak of every phase (the receiver alone at ingest, ROLE=all at a fixed rate and
   // in the soak, the worker alone in the drains), each against the target.
-  if (res.amqp) {
-    const a = res.amqp;
-    const sec = `drain to RabbitMQ, ${a.backlog.toLocaleString('en-US')} queued (vs raw amqplib with confirms)`;
+  /** A drain into the merchant's side (RabbitMQ, PostgreSQL) against its raw baseline. */
+  const drainIntoRows = (a: DrainIntoPhase, sec: string, what: string) => {
     const s = 'skipped' in a.service ? undefined : a.service;
     const b = 'skipped' in a.baseline ? undefined : a.baseline;
     const q = s && b ? ratio(s.eventsPerSec, b.eventsPerSec) : undefined;
     row(
       sec,
-      'events/s confirmed',
+      what,
       s?.eventsPerSec ?? ('skipped' in a.service ? a.service.skipped : ''),
       b?.eventsPerSec ?? ('skipped' in a.baseline ? a.baseline.skipped : ''),
       `>= ${TARGETS.drainRatio}x`,
@@ -288,7 +287,7 @@ export function buildRows(res: BenchResult): TableRow[] {
     if (a.rounds)
       row(
         sec,
-        'events/s confirmed, every round (best counts)',
+        `${what}, every round (best counts)`,
         a.rounds.service.join(' / '),
         a.rounds.baseline.join(' / '),
         '',
@@ -297,6 +296,14 @@ export function buildRows(res: BenchResult): TableRow[] {
       );
     row(sec, 'CPU ms per delivery (drainer)', s?.cpuMsPerDelivery, b?.cpuMsPerDelivery);
     row(sec, 'RSS max MB', s?.rssMaxMB, b?.rssMaxMB, '', null, false);
+  };
+  if (res.amqp) {
+    const sec = `drain to RabbitMQ, ${res.amqp.backlog.toLocaleString('en-US')} queued (vs raw amqplib with confirms)`;
+    drainIntoRows(res.amqp, sec, 'events/s confirmed');
+  }
+  if (res.postgres) {
+    const sec = `drain into PostgreSQL, ${res.postgres.backlog.toLocaleString('en-US')} queued (vs raw node-postgres inserts)`;
+    drainIntoRows(res.postgres, sec, 'events/s inserted');
   }
   const peaks: [string, number | undefined, number | undefined][] = [
     ['ingest (ROLE=receiver)', res.ingest?.service.rssMaxMB, res.ingest?.baseline.rssMaxMB],

@@ -1,3 +1,4 @@
+import type { MaybeDrainInto } from './drainer';
 import type { LatencySummary } from './stats';
 
 /** CPU use during the measured run, in % of one core, and CPU ms per accepted request. */
@@ -194,6 +195,7 @@ export interface BenchResult {
   growth?: DrainPhase & { serviceCostGrowth: number | null; baselineCostGrowth: number | null };
   soak?: SoakPhase;
   amqp?: AmqpPhase;
+  postgres?: PostgresPhase;
   tracing?: TracingPhase;
   console?: ConsolePhase;
   transform?: TransformPhase;
@@ -202,23 +204,20 @@ export interface BenchResult {
 }
 
 /** One drain of the backlog into RabbitMQ, timed at a consumer of the bound queue. */
-export interface AmqpDrainFigures {
-  backlog: number;
-  /** Distinct event ids the consumer received. */
-  delivered: number;
-  eventsPerSec: number;
-  cpuMsPerDelivery: number;
-  rssMaxMB: number;
-}
+export type MaybeAmqpDrain = MaybeDrainInto;
 
-export type MaybeAmqpDrain = AmqpDrainFigures | { skipped: string };
-
-export interface AmqpPhase {
+/** A drain into the merchant's side by the service and by its raw baseline; the best round of each. */
+export interface DrainIntoPhase {
   backlog: number;
-  service: MaybeAmqpDrain;
-  baseline: MaybeAmqpDrain;
+  service: MaybeDrainInto;
+  baseline: MaybeDrainInto;
   rounds?: { service: number[]; baseline: number[] };
 }
+
+export type AmqpPhase = DrainIntoPhase;
+
+/** The drain into a PostgreSQL table, timed by the rows' `received_at`. */
+export type PostgresPhase = DrainIntoPhase;
 
 /** The console's search latency (ms, request to the page's last byte) over `events` retained events. */
 export interface ConsolePhase {

@@ -1,16 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
 import { connect, type ChannelModel } from 'amqplib';
-import { stringify } from 'yaml';
-import { enqueueBacklog } from '../harness/backlog';
 import type { BenchContext } from '../harness/context';
-import { FORWARDING_MISSING, serviceLogFile } from '../harness/context';
-import { cpuMsOf } from '../harness/cpu';
+import { FORWARDING_MISSING } from '../harness/context';
+import {
+  drainFigures,
+  interleavedRounds,
+  queueAndStartDrainer,
+  watchDrainer,
+  type DrainerKind,
+} from '../harness/drainer';
 import type { AmqpPhase, MaybeAmqpDrain } from '../harness/results';
-import { RssSampler, toMB } from '../harness/rss';
-import { startRawAmqpWorkerProcess, startService, type Subject } from '../subjects/subjects';
-
-type Kind = 'service' | 'baseline';
 
 /** Counts distinct message ids arriving on a queue, with the times of the first and the last. */
 class QueueCounter {
@@ -37,13 +36,11 @@ class QueueCounter {
 async function amqpRun(
   ctx: BenchContext,
   mq: ChannelModel,
-  kind: Kind,
+  kind: DrainerKind,
   exchange: string,
   queue: string,
 ): Promise<MaybeAmqpDrain> {
   const { backlog, url } = ctx.options.amqp;
-  const concurrency = ctx.options.drain.rawWorkerConcurrency;
-  const targetConcurrency = ctx.options.drain.targetConcurrency;
   await ctx.redis.flush();
   const ch = await mq.createChannel();
   await ch.purgeQueue(queue);
@@ -54,64 +51,29 @@ async function amqpRun(
     counter.add(String(m.properties.messageId));
     ch.ack(m);
   });
-  const prefix = `amqp${kind}`;
-  const target = {
-    name: 'mq',
-    events: ['*'],
-    concurrency: targetConcurrency,
-    destination: { type: 'amqp', url, exchange, routingKey: 'bench.{type}' },
-  };
-  const { seconds } = await enqueueBacklog(kind, ctx.redis.url, prefix, backlog, { targets: [target], orderKeys: 0 });
-  ctx.log(`amqp ${kind}: ${backlog} events queued in ${seconds.toFixed(1)} s`);
-  let subject: Subject;
-  if (kind === 'baseline') {
-    subject = await startRawAmqpWorkerProcess({ redisUrl: ctx.redis.url, prefix, amqpUrl: url, exchange, concurrency });
-  } else {
-    const configFile = ctx.workdir.file('service-amqp.yaml');
-    writeFileSync(configFile, stringify({ targets: [target] }));
-    subject = await startService({
-      redisUrl: ctx.redis.url,
-      publicKeyFile: ctx.workdir.publicKeyFile,
-      prefix,
-      role: 'worker',
-      configFile,
-      logFile: serviceLogFile(ctx, `amqp-${kind}`),
-      extraEnv: ctx.options.serviceEnv,
-    });
-  }
-  const rss = new RssSampler(subject.pid, 500);
-  const cpuAtStart = cpuMsOf(subject.pid);
-  let cpu = 0;
+  const subject = await queueAndStartDrainer(
+    ctx,
+    kind,
+    'amqp',
+    backlog,
+    { type: 'amqp', url, exchange, routingKey: 'bench.{type}' },
+    { script: 'subjects/raw-amqp-worker', env: { AMQP_URL: url, AMQP_EXCHANGE: exchange } },
+  );
+  let used: { cpuMs: number; rssMaxMB: number };
   try {
-    const deadline = Date.now() + 60_000 + (backlog / 100) * 1000;
-    let progressAt = Date.now();
-    let last = 0;
-    while (counter.unique < backlog && Date.now() < deadline && Date.now() - progressAt < 60_000) {
-      await new Promise((r) => setTimeout(r, 50));
-      if (counter.unique !== last) [last, progressAt] = [counter.unique, Date.now()];
-    }
+    used = await watchDrainer(subject, backlog, () => counter.unique);
   } finally {
-    rss.stop();
-    cpu = cpuMsOf(subject.pid) - cpuAtStart;
-    await subject.stop();
     await ch.cancel(consumerTag);
     await ch.close();
   }
   if (counter.unique === 0) return { skipped: 'nothing reached RabbitMQ within 60 s' };
-  const figures = {
-    backlog,
-    delivered: counter.unique,
-    eventsPerSec: Math.round(((counter.unique - 1) / Math.max(1, counter.lastAt - counter.firstAt)) * 1000),
-    cpuMsPerDelivery: Math.round((cpu / counter.unique) * 1000) / 1000,
-    rssMaxMB: toMB(rss.max()),
-  };
+  const span = counter.lastAt - counter.firstAt;
+  const figures = drainFigures(backlog, counter.unique, span, used.cpuMs, used.rssMaxMB);
   ctx.log(
     `amqp ${kind}: ${figures.eventsPerSec} events/s to RabbitMQ (${figures.delivered} of ${backlog}), CPU ms per delivery ${figures.cpuMsPerDelivery}, RSS max ${figures.rssMaxMB} MB`,
   );
   return figures;
 }
-
-const rateOf = (d: MaybeAmqpDrain): number => ('skipped' in d ? Number.NaN : d.eventsPerSec);
 
 /**
  * The service's delivery worker and raw amqplib publishers with confirms (bench/subjects/raw-amqp-worker.ts)
@@ -134,19 +96,7 @@ export async function runAmqpPhase(ctx: BenchContext): Promise<AmqpPhase> {
     await setup.assertExchange(name, 'topic', { durable: false, autoDelete: false });
     await setup.assertQueue(name, { durable: true });
     await setup.bindQueue(name, name, 'bench.#');
-    const runs: Record<Kind, MaybeAmqpDrain[]> = { baseline: [], service: [] };
-    for (let round = 1; round <= Math.max(1, rounds); round++) {
-      for (const kind of (round % 2 === 1 ? ['baseline', 'service'] : ['service', 'baseline']) as Kind[])
-        runs[kind].push(await amqpRun(ctx, mq, kind, name, name));
-    }
-    const best = (r: MaybeAmqpDrain[]) =>
-      r.reduce((a, b) => (rateOf(b) > rateOf(a) || Number.isNaN(rateOf(a)) ? b : a));
-    return {
-      backlog,
-      service: best(runs.service),
-      baseline: best(runs.baseline),
-      ...(rounds > 1 ? { rounds: { service: runs.service.map(rateOf), baseline: runs.baseline.map(rateOf) } } : {}),
-    };
+    return { backlog, ...(await interleavedRounds(rounds, (kind) => amqpRun(ctx, mq, kind, name, name))) };
   } finally {
     await setup.deleteQueue(name).catch(() => undefined);
     await setup.deleteExchange(name).catch(() => undefined);

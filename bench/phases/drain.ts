@@ -1,14 +1,15 @@
 import { enqueueBacklog } from '../harness/backlog';
 import { keyPrefix } from '../../src/model/names';
 import type { BenchContext } from '../harness/context';
-import { FORWARDING_MISSING, serviceLogFile } from '../harness/context';
+import { FORWARDING_MISSING } from '../harness/context';
+import { startWorkerService } from '../harness/drainer';
 import { cpuMsOf } from '../harness/cpu';
 import { sleep } from '../harness/processes';
 import { expireRetainedCompleted, waitUntilSettled } from '../harness/queues';
 import { censusKeys, expireExpiringKeys, memoryUsage } from '../harness/redis';
 import type { DrainFigures, DrainPhase, MaybeDrain } from '../harness/results';
 import { RssSampler, rssOf, toMB } from '../harness/rss';
-import { startRawWorkerProcess, startService, type Subject } from '../subjects/subjects';
+import { startRawWorkerProcess, type Subject } from '../subjects/subjects';
 import { benchTargets } from '../harness/workdir';
 
 type Kind = 'service' | 'baseline';
@@ -43,15 +44,7 @@ async function startDrainer(
     targetCount,
     extra,
   );
-  return startService({
-    redisUrl: ctx.redis.url,
-    publicKeyFile: ctx.workdir.publicKeyFile,
-    prefix,
-    role: 'worker',
-    configFile,
-    logFile: serviceLogFile(ctx, label),
-    extraEnv: ctx.options.serviceEnv,
-  });
+  return startWorkerService(ctx, prefix, configFile, label);
 }
 
 /**

@@ -128,20 +128,19 @@ export async function startRawWorkerProcess(opts: {
   return { kind: 'baseline', pid: pidOf(child), stop: () => stopChild(child) };
 }
 
-/** The AMQP baseline (raw-amqp-worker.ts): plain BullMQ workers publishing with confirms. */
-export async function startRawAmqpWorkerProcess(opts: {
-  redisUrl: string;
-  prefix: string;
-  amqpUrl: string;
-  exchange: string;
-  concurrency: number;
-}): Promise<Subject> {
-  const child = forkBench('subjects/raw-amqp-worker', [], {
+/**
+ * A raw drainer into the merchant's side (raw-amqp-worker.ts, raw-pg-worker.ts: plain BullMQ workers
+ * over the baseline's queues), with its own settings in `env`.
+ */
+export async function startRawDrainerProcess(
+  script: 'subjects/raw-amqp-worker' | 'subjects/raw-pg-worker',
+  opts: { redisUrl: string; prefix: string; concurrency: number; env: Record<string, string> },
+): Promise<Subject> {
+  const child = forkBench(script, [], {
     REDIS_URL: opts.redisUrl,
     QUEUE_PREFIX: opts.prefix,
-    AMQP_URL: opts.amqpUrl,
-    AMQP_EXCHANGE: opts.exchange,
     RAW_CONCURRENCY: String(opts.concurrency),
+    ...opts.env,
   });
   await waitForMessage<{ type: 'ready' }>(child, 'ready', 30_000);
   return { kind: 'baseline', pid: pidOf(child), stop: () => stopChild(child) };

@@ -5,6 +5,7 @@ import { ENV_SETTINGS, envOverrides } from './env';
 import { withTargetEnvironments } from './environments';
 import { projectRoot } from './project-root';
 import { ConfigError } from './errors';
+import { resolveDestinationUrls } from './destination-urls';
 import { configSchema, type Config } from './schema';
 import { readTransformSources } from './transforms';
 import { findUnknownKeys } from './unknown-keys';
@@ -102,6 +103,8 @@ export function loadConfigDetailed(env: Env, defaultsFile = DEFAULTS_FILE): Load
     return { kind: 'default' };
   };
 
+  // A destination's URL may name an environment variable or a file, so that its password is not in the file.
+  const unresolved = resolveDestinationUrls(fromFile, env);
   const problems = [
     ...findUnknownKeys(configSchema, defaults).map((u) => ({ ...u, file: defaultsFile })),
     ...(configFile ? findUnknownKeys(configSchema, fromFile).map((u) => ({ ...u, file: configFile })) : []),
@@ -111,11 +114,15 @@ export function loadConfigDetailed(env: Env, defaultsFile = DEFAULTS_FILE): Load
       file: u.file,
     }),
   );
+  problems.unshift(
+    ...unresolved.map((u) => describeProblem(u.path, u.message, { kind: 'file', file: configFile ?? '' })),
+  );
 
   const raw = merge(merge(defaults, fromFile), envOverrides(env));
   const result = configSchema.safeParse(raw);
   if (!result.success) {
     for (const issue of result.error.issues) {
+      if (unresolved.some((u) => keyPath(u.path) === keyPath(issue.path as Path))) continue; // said above
       const message = issue.message.replace(
         /^Invalid input: expected (.+), received undefined$/,
         'missing (expected $1)',

@@ -70,8 +70,8 @@ export function configWarnings(config: Config): string[] {
     ) {
       warnings.push(
         `target ${t.name} publishes to its ${t.destination.type} broker without TLS: events, their signatures and ` +
-          `the broker credentials cross the network unencrypted; use amqps://, tls:// or rediss:// unless the broker ` +
-          `stays on this host`,
+          `the broker credentials cross the network unencrypted; use amqps://, tls://, rediss:// or ` +
+          `?sslmode=verify-full unless the broker stays on this host`,
       );
     }
   }

@@ -5,6 +5,7 @@ import type { DeliveryJob } from '../model/jobs';
 import type { OutgoingRequest } from './build-request';
 import type { Target } from '../model/target-schema';
 import { createRedisStreamTransport } from './destinations/redis-stream';
+import { createPostgresTransport } from './destinations/postgres';
 import type { Logger } from '../logging/logger';
 
 /**
@@ -31,8 +32,8 @@ export function createHttpTransport(target: Target): DeliveryTransport {
 }
 
 /**
- * The transport for a target's kind of destination: its `url` (HTTP) or its message broker (which logs its connection
- * lost and restored).
+ * The transport for a target's kind of destination: its `url` (HTTP), its message broker or its PostgreSQL
+ * table (which log their connection lost and restored).
  */
 export function createTransport(target: Target, logger?: Logger): DeliveryTransport {
   const d = target.destination;
@@ -49,6 +50,8 @@ export function createTransport(target: Target, logger?: Logger): DeliveryTransp
       );
     case 'redis-stream':
       return createRedisStreamTransport(target, d, logger);
+    case 'postgres':
+      return createPostgresTransport(target, d, logger);
   }
 }
 

@@ -83,15 +83,38 @@ const redisStreamDestination = z
   })
   .strict();
 
-/** A merchant's message broker, in place of a target's `url`. */
+/** A table name, optionally schema-qualified: lower-case, so that it means the same quoted or not. */
+const tableName = z
+  .string()
+  .regex(
+    /^[a-z_][a-z0-9_]{0,62}(\.[a-z_][a-z0-9_]{0,62})?$/,
+    'a lower-case table name, optionally with its schema: inbox, ledger.webhook_inbox',
+  );
+
+/**
+ * A PostgreSQL table: one `INSERT … ON CONFLICT (webhook_id) DO NOTHING` per delivery, so each event is
+ * one row however often it is delivered. TLS and its files by the URL (`?sslmode=verify-full&sslrootcert=…`).
+ */
+const postgresDestination = z
+  .object({
+    type: z.literal('postgres'),
+    /** `postgres://user:pass@host:5432/db` (or `postgresql://`). */
+    url: z.string().regex(/^postgres(ql)?:\/\/[^/\s]/, 'must be postgres://… or postgresql://…'),
+    table: tableName,
+    /** Creates the table (and nothing else) at start-up when it is missing. @defaultValue false */
+    createTable: z.boolean().default(false),
+  })
+  .strict();
+
+/** A merchant's message broker or database, in place of a target's `url`. */
 export const destinationSchema = z.discriminatedUnion(
   'type',
-  [amqpDestination, natsDestination, redisStreamDestination],
+  [amqpDestination, natsDestination, redisStreamDestination, postgresDestination],
   {
     error: (issue) =>
       issue.code === 'invalid_union'
         ? `unknown destination type ${JSON.stringify((issue.input as { type?: unknown } | undefined)?.type)}: amqp, ` +
-          `nats or redis-stream`
+          `nats, redis-stream or postgres`
         : undefined,
   },
 );
@@ -100,6 +123,7 @@ export type Destination = z.infer<typeof destinationSchema>;
 export type AmqpDestination = z.infer<typeof amqpDestination>;
 export type NatsDestination = z.infer<typeof natsDestination>;
 export type RedisStreamDestination = z.infer<typeof redisStreamDestination>;
+export type PostgresDestination = z.infer<typeof postgresDestination>;
 
 /** A routing key, subject or stream name for one event: `{type}` replaced by its type. */
 export function fillTemplate(template: string, eventType: string): string {
@@ -111,7 +135,8 @@ export function destinationUrls(d: Destination): string[] {
   return d.type === 'nats' ? d.servers : [d.url];
 }
 
-/** Whether a destination's traffic is encrypted: its scheme, or TLS files. */
+/** Whether a destination's traffic is encrypted: its scheme, TLS files, or a PostgreSQL URL's `sslmode`. */
 export function destinationUsesTls(d: Destination): boolean {
+  if (d.type === 'postgres') return /[?&](sslmode=(require|verify-ca|verify-full)|ssl=(true|1))(&|$)/.test(d.url);
   return d.tls !== undefined || destinationUrls(d).some((u) => /^(amqps|tls|rediss):/.test(u));
 }

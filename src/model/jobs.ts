@@ -16,8 +16,8 @@ export interface SeriesStart {
 
 /** What kind of failure an attempt met, in words an operator can act on. */
 /**
- * How an attempt failed; `unroutable`, `no_stream` and `broker` are a message broker's refusals, `transform_error` the
- * target's transform's.
+ * How an attempt failed; `unroutable`, `no_stream` and `broker` are a message broker's refusals, `database` a
+ * PostgreSQL destination's (by SQLSTATE), `transform_error` the target's transform's.
  */
 export type ErrorClass =
   | 'http_status'
@@ -30,6 +30,7 @@ export type ErrorClass =
   | 'unroutable'
   | 'no_stream'
   | 'broker'
+  | 'database'
   | 'transform_error';
 
 interface ReceivedNotification {
@@ -159,7 +160,7 @@ export interface DeliveryFailure {
   target?: string;
   /**
    * http_status, timeout, connection_refused, connection_reset, dns, tls, network, unroutable, no_stream, broker,
-   * transform_error; absent for an unexpected error.
+   * database, transform_error; absent for an unexpected error.
    */
   errorClass?: ErrorClass;
   status?: number;

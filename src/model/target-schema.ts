@@ -44,7 +44,7 @@ const targetFields = z.object({
   name: z.string().regex(/^[a-z0-9_-]{1,40}$/, 'lower-case letters, digits, _ and -, at most 40'),
   /** Where an HTTP target's deliveries are POSTed; a broker target names a `destination` instead. */
   url: z.url({ protocol: /^https?$/ }).optional(),
-  /** A message broker (RabbitMQ, NATS JetStream, a Redis stream) in place of `url`. */
+  /** A message broker (RabbitMQ, NATS JetStream, a Redis stream) or a PostgreSQL table in place of `url`. */
   destination: destinationSchema.optional(),
   /** Event types to receive, or `["*"]` for all. */
   events: z.array(eventSelector).min(1),
@@ -141,8 +141,8 @@ export const targetSchema = targetFields.superRefine((t, ctx) => {
       code: 'custom',
       path: t.url === undefined ? [] : ['destination'],
       message:
-        `target "${t.name}": give exactly one of url (an HTTP endpoint) and destination (a message broker: { ` +
-        `type: amqp | nats | redis-stream, … })`,
+        `target "${t.name}": give exactly one of url (an HTTP endpoint) and destination (a message broker or ` +
+        `database: { type: amqp | nats | redis-stream | postgres, … })`,
     });
   }
   const url = t.url === undefined ? undefined : new URL(t.url);
@@ -174,6 +174,15 @@ export const targetSchema = targetFields.superRefine((t, ctx) => {
       message:
         `target "${t.name}": a transform replaces the body, so it takes format: standard (passthrough sends ` +
         `the platform's bytes unchanged)`,
+    });
+  }
+  if (t.destination?.type === 'postgres' && t.format === 'passthrough') {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['format'],
+      message:
+        `target "${t.name}": a postgres destination stores the standard body as jsonb (passthrough keeps the ` +
+        `platform's bytes for its signature, which a row does not carry)`,
     });
   }
   for (const problem of t.filter ? filterProblems(t.filter) : []) {

@@ -8,6 +8,7 @@ import type { Logger } from '../logging/logger';
 import type { QueueRegistry } from '../pipeline/queue-registry';
 import { ServiceError } from '../model/errors';
 import { transformProblems } from '../transform/check';
+import { checkPostgresTables } from '../forwarding/destinations/postgres-table';
 
 export interface ReloadResult {
   added: string[];
@@ -41,10 +42,10 @@ export interface ReloaderDeps {
 }
 
 /**
- * Re-reads the configuration with the same loader and checks as at start (every transform compiles). Targets take
- * effect at once (the pipeline's target list, which the fan-out reads per event, and the delivery workers); a removed
- * target's queue and dead letters stay in Redis, and deliveries already made for it stay queued. Any other setting that
- * changed is reported as needing a restart and left as it runs.
+ * Re-reads the configuration with the same loader and checks as at start (every transform compiles, every postgres
+ * target's table is there). Targets take effect at once (the pipeline's target list, which the fan-out reads per
+ * event, and the delivery workers); a removed target's queue and dead letters stay in Redis, and deliveries already
+ * made for it stay queued. Any other setting that changed is reported as needing a restart and left as it runs.
  */
 export function createReloader(deps: ReloaderDeps) {
   let running = deps.config;
@@ -58,6 +59,12 @@ export function createReloader(deps: ReloaderDeps) {
       if (next.role !== 'worker') loadEnvironments(next);
       const transforms = await transformProblems(next.targets);
       if (transforms.length) throw new ConfigError(transforms);
+      if (deps.workers) {
+        const tables = await checkPostgresTables(next.targets);
+        if (tables.problems.length) throw new ConfigError(tables.problems);
+        for (const warning of tables.warnings) deps.logger.warn('configuration', { warning });
+        for (const created of tables.created) deps.logger.info('postgres destination', { created });
+      }
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
       writeAudit(deps.logger, actor, 'config.reload', { refused: true, problems: err.problems });

@@ -86,6 +86,11 @@ export async function configCheckCommand(env: Record<string, string | undefined>
       out(`  - ${target.name} (${destination.type}): ${line}`);
       if (!ok) warnings.push(`target ${target.name}: its ${destination.type} destination is ${line}`);
     });
+    // A table every delivery would fail on (missing, a column short) is an error, as it is at start-up.
+    const problems = probes.flatMap((p, i) =>
+      (p.problems ?? []).map((q) => `target "${brokers[i]!.target.name}": ${q}`),
+    );
+    if (problems.length) throw new ConfigError(problems);
   }
   out('');
   out(warnings.length ? `${warnings.length} warning${warnings.length === 1 ? '' : 's'}:` : 'no warnings');

@@ -10,14 +10,17 @@ import {
   type AmqpDestination,
   type Destination,
   type NatsDestination,
+  type PostgresDestination,
   type RedisStreamDestination,
 } from '../../model/destination-schema';
 import type { Target } from '../../model/target-schema';
+import { inspectTable } from './postgres-table';
 
-/** What `config check` found at a target's broker: `ok` false is also a warning. */
+/** What `config check` found at a target's broker: `ok` false is also a warning; `problems` fail the check. */
 export interface ProbeResult {
   ok: boolean;
   line: string;
+  problems?: string[];
 }
 
 /** The event types a target takes, for filling `{type}`. */
@@ -108,6 +111,18 @@ async function probeRedisStream(d: RedisStreamDestination, timeoutMs: number): P
   }
 }
 
+/** Checks the table without creating it: a missing one is fine only when `createTable` will make it at start-up. */
+async function probePostgres(d: PostgresDestination, timeoutMs: number): Promise<ProbeResult> {
+  const verdict = await inspectTable(d, timeoutMs, false);
+  if (!verdict.reachable) return { ok: false, line: `not reachable: ${verdict.reason}` };
+  if (verdict.missing && d.createTable)
+    return { ok: true, line: `reachable; table "${d.table}" is missing and createTable creates it at start-up` };
+  if (verdict.problems.length)
+    return { ok: false, line: `reachable, but ${verdict.problems.join('; ')}`, problems: verdict.problems };
+  if (verdict.warnings.length) return { ok: false, line: `reachable, but ${verdict.warnings.join('; ')}` };
+  return { ok: true, line: `reachable; table "${d.table}" has every column, webhook_id its key, INSERT granted` };
+}
+
 /** Connects to a target's broker once and says whether it is reachable and would take its deliveries. */
 export async function probeDestination(target: Target, d: Destination, timeoutMs = 3000): Promise<ProbeResult> {
   try {
@@ -118,6 +133,8 @@ export async function probeDestination(target: Target, d: Destination, timeoutMs
         return await probeNats(target, d, timeoutMs);
       case 'redis-stream':
         return await probeRedisStream(d, timeoutMs);
+      case 'postgres':
+        return await probePostgres(d, timeoutMs);
     }
   } catch (err) {
     return { ok: false, line: `not reachable: ${scrubCredentials(describeError(err))}` };
