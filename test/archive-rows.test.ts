@@ -5,16 +5,10 @@ import { eventDefinition } from '../src/model/event-table';
 import { sampleBody } from '../src/signing/samples';
 import { signLegacy } from '../src/signing/sign';
 import { generateTestKeyPair } from '../src/signing/keypair';
-import { createLogger } from '../src/logging/logger';
-import { createPgPool } from '../src/archive/pg-pool';
-import { startArchiver, type RunningArchiver } from '../src/archive/archiver';
-import { keyPrefix } from '../src/model/names';
-import { buildHarness, LogCapture, type Harness } from './support/harness';
+import type { Harness } from './support/harness';
 import { FakePlatform } from './support/platform';
-import { freshDatabase } from './support/postgres';
 import { tempDir } from './support/temp-dir';
-import { notificationCount, queryArchive, waitForCount } from './support/archive';
-import type { Pool } from 'pg';
+import { buildArchiveHarness, notificationCount, queryArchive, type ArchiveHarness } from './support/archive';
 
 /**
  * What the archive keeps: one row per distinct verified notification that was acknowledged (events,
@@ -41,16 +35,12 @@ interface Row extends Record<string, unknown> {
   signed_merchant_id: string | null;
 }
 
+let a: ArchiveHarness;
 let h: Harness;
 let url: string;
-let pool: Pool;
-let archiver: RunningArchiver;
-let archiverRedis: ReturnType<Harness['connector']['open']>;
 
 beforeAll(async () => {
-  url = await freshDatabase('archive_rows');
-  const dir = tempDir('archive-rows');
-  const configFile = path.join(dir, 'config.json');
+  const configFile = path.join(tempDir('archive-rows'), 'config.json');
   writeFileSync(
     configFile,
     JSON.stringify({
@@ -60,30 +50,15 @@ beforeAll(async () => {
       },
     }),
   );
-  h = buildHarness({
+  a = await buildArchiveHarness('archive_rows', {
     CONFIG_FILE: configFile,
-    ARCHIVE_URL: url,
     SIGNATURE_SCHEMES: 'current,legacy',
     MERCHANT_ID,
   });
-  await h.ready();
-  pool = createPgPool(url, () => undefined);
-  archiverRedis = h.connector.open('worker');
-  archiver = startArchiver(
-    archiverRedis,
-    pool,
-    { prefix: keyPrefix(h.config.queuePrefix), batchSize: 100, claimIdleMs: 1000, retainDays: 2557 },
-    createLogger('warn', new LogCapture().stream),
-  );
-  await archiver.migrated;
+  ({ h, url } = a);
 });
 
-afterAll(async () => {
-  await archiver.close();
-  archiverRedis.disconnect();
-  await pool.end();
-  await h.close();
-});
+afterAll(() => a.close());
 
 async function rowsOf(eventId: string): Promise<Row[]> {
   return queryArchive<Row>(url, 'SELECT * FROM webhook_archive.notifications WHERE event_id = $1 ORDER BY seq', [
@@ -91,11 +66,7 @@ async function rowsOf(eventId: string): Promise<Row[]> {
   ]);
 }
 
-/** Until the archive stream is empty: every entry written to PostgreSQL (and deleted). */
-async function settled(): Promise<void> {
-  const drained = async () => ((await h.redis.xlen(`${keyPrefix(h.config.queuePrefix)}:archive`)) === 0 ? 1 : 0);
-  expect(await waitForCount(drained, 1)).toBe(1);
-}
+const settled = () => a.settled();
 
 function fingerprintOf(pem: string): string {
   return createHash('sha256')
