@@ -67,7 +67,7 @@ export async function startService(
         })
       : undefined;
   const reloader = createReloader({ env, config, pipeline, workers, logger });
-  const admin = await startAdmin(config, pipeline, logger, metrics.registry, reloader);
+  const admin = await startAdmin(config, pipeline, logger, metrics.registry, reloader, archive);
   return {
     pipeline,
     receiver,

@@ -100,15 +100,19 @@ export function startArchiver(
     });
   }
 
+  async function createGroup(): Promise<void> {
+    await redis.xgroup('CREATE', key, GROUP, '0', 'MKSTREAM').catch((err: Error) => {
+      if (!/BUSYGROUP/.test(err.message)) throw err;
+    });
+  }
+
   /** Retries until the schema is in place (PostgreSQL may be down at start: the service runs meanwhile). */
   async function migrateUntilDone(): Promise<void> {
     let delay = RETRY_MIN_MS;
     while (running) {
       try {
         const version = await migrate(pool);
-        await redis.xgroup('CREATE', key, GROUP, '0', 'MKSTREAM').catch((err: Error) => {
-          if (!/BUSYGROUP/.test(err.message)) throw err;
-        });
+        await createGroup();
         status.state = 'up';
         delete status.errorClass;
         logger.info('archive: schema ready', { schemaVersion: version });
@@ -172,6 +176,11 @@ export function startArchiver(
         delay = RETRY_MIN_MS;
       } catch (err) {
         if (!running) break;
+        // The stream and its group were removed (FLUSHALL, a Redis that lost its data): made again.
+        if (/NOGROUP/.test((err as Error).message)) {
+          await createGroup().catch(() => undefined);
+          continue;
+        }
         failed(batch.length > 0 ? 'write' : 'read', err);
         await pause(delay);
         delay = Math.min(delay * 2, RETRY_MAX_MS);

@@ -62,7 +62,11 @@ export function sortEntries(entries: readonly StreamEntry[]): SortedEntries {
         const r = JSON.parse(json) as ArchiveRecord;
         sorted.replays.push({ entryId: id, scheme: r.scheme, replayKey: r.replayKey, seenAt: new Date(r.receivedAt) });
       } else if (decision === 'added' || decision === 'duplicate' || decision === 'conflict') {
-        sorted.notifications.push(notificationOf(JSON.parse(json) as ArchiveRecord, decision, fields.j ?? ''));
+        const r = JSON.parse(json) as ArchiveRecord;
+        sorted.notifications.push(notificationOf(r, decision, fields.j ?? ''));
+        if (decision === 'added')
+          for (const target of r.filtered ?? [])
+            sorted.deliveries.push({ eventId: r.eventId, target, state: 'filtered', attempts: 0, at: r.receivedAt });
       } else {
         throw new Error(`unknown decision ${String(decision)}`);
       }

@@ -15,10 +15,20 @@ export class ArchivedNotFound extends ServiceError {
   }
 }
 
-/** The files of one notification's evidence, by name, as `archive export` writes them and the console offers them. */
+/** The files of one notification's evidence, as `archive export` writes them and the console offers them. */
+export const EVIDENCE_FILES = [
+  'README',
+  'signed.txt',
+  'signature.bin',
+  'public-key.pem',
+  'body',
+  'evidence.json',
+] as const;
+export type EvidenceFile = (typeof EVIDENCE_FILES)[number];
+
 export interface EvidenceFiles {
   row: ArchivedNotification;
-  files: Record<'signed.txt' | 'signature.bin' | 'public-key.pem' | 'body' | 'evidence.json' | 'README', Buffer>;
+  files: Record<EvidenceFile, Buffer>;
 }
 
 const README = (row: ArchivedNotification) => `Evidence of one notification from the platform, as received.

@@ -35,6 +35,8 @@ export interface ArchiveRecord extends Evidence {
   reason?: QuarantineReason;
   /** Quarantine: the job id a new one gets; another one in the decision means the event was quarantined before. */
   jobId?: string;
+  /** The subscribed targets whose filter left the event out at receipt: their delivery ended there. */
+  filtered?: string[];
 }
 
 /** What the ingest script decided for a record (`added` carries the first job id). */

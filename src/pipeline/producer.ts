@@ -130,9 +130,13 @@ export function createProducer(
   const archiveStream = settings.archive ? ownKeys.archive(settings.prefix) : undefined;
 
   /** The ingestion's archive part: the record, when the archive is on and the caller knows the evidence. */
-  function archiveOf(job: EventJob | QuarantineJob, evidence?: Evidence, quarantineJobId?: string) {
+  function archiveOf(
+    job: EventJob | QuarantineJob,
+    evidence: Evidence | undefined,
+    opts: Parameters<typeof archiveRecordOf>[2],
+  ) {
     if (archiveStream === undefined || evidence === undefined) return undefined;
-    return { stream: archiveStream, record: archiveRecordOf(job, evidence, quarantineJobId) };
+    return { stream: archiveStream, record: archiveRecordOf(job, evidence, opts) };
   }
 
   /** The script's add of one planned delivery: ordered ones join their key's sequence (parked unless first). */
@@ -216,7 +220,7 @@ export function createProducer(
       },
       eventId: event.eventId,
       index: requestIndexEntries(settings.prefix, event.payload, settings.dedupWindowMs),
-      archive: archiveOf(event, evidence),
+      archive: archiveOf(event, evidence, { filtered }),
     };
     const decision = await run(ingestion, () => eventQueue.waitUntilReady());
     if (decision.kind !== 'added') return refusalOf(decision);
@@ -241,7 +245,7 @@ export function createProducer(
       adds: [{ queue: queues.quarantine, job }],
       binding: bindingOf(data, replayKey, opts.bind),
       eventId: data.eventId,
-      archive: archiveOf(data, opts.evidence, jobId),
+      archive: archiveOf(data, opts.evidence, { quarantineJobId: jobId }),
     };
     const decision = await run(ingestion, () => queues.quarantine.waitUntilReady());
     if (decision.kind !== 'added') return refusalOf(decision);

@@ -4,6 +4,7 @@ import { createPgPool, describePg } from '../../archive/pg-pool';
 import { verifyArchive } from '../../archive/verify';
 import { exportEvidence } from '../../archive/export';
 import { formatTable } from '../table';
+import { createArchiveHistory, type ArchiveHistory } from '../../archive/history';
 import type { OperatorContext } from '../operator-context';
 
 /** Runs `use` on a pool to the configured archive (ARCHIVE_URL), closed afterwards. */
@@ -17,6 +18,15 @@ export async function withArchive<T>(ctx: OperatorContext, use: (pool: Pool) => 
   } finally {
     await pool.end();
   }
+}
+
+/** Runs `use` with the archive's history when ARCHIVE_URL is set (the pool closed afterwards), else without. */
+export async function withArchiveIfSet<T>(
+  ctx: OperatorContext,
+  use: (archive: ArchiveHistory | undefined) => Promise<T>,
+): Promise<T> {
+  if (ctx.config.archive.url === undefined) return use(undefined);
+  return withArchive(ctx, (pool) => use(createArchiveHistory(pool)));
 }
 
 /**
