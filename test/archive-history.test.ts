@@ -66,10 +66,8 @@ it('after FLUSHALL, the event view, the request_id lookup, the console and the C
       .then((r) => Number(r[0]?.n))
       .catch(() => 0);
   expect(await waitForCount(delivered, 1)).toBe(1);
-  const [{ event_id: eventId }] = await queryArchive<{ event_id: string }>(
-    url,
-    'SELECT event_id FROM webhook_archive.notifications',
-  );
+  const [row] = await queryArchive<{ event_id: string }>(url, 'SELECT event_id FROM webhook_archive.notifications');
+  const eventId = row!.event_id;
 
   const client = new Redis(redis.url);
   await client.flushall();
