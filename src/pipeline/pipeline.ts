@@ -10,7 +10,8 @@ import { createDeliveryEndRecorder, type RecordDeliveryEnd } from './archive-out
 /**
  * The pipeline's parts on one connection, built once per process by the entry point: the queue
  * registry (opens, closes and reconfigures queues), the producer (the only writer of jobs), the
- * event lookup, and the recorder of deliveries' ends for the archive. Each caller declares the part it uses (`Pick<Producer, …>`, `QueueRegistry`, …).
+ * event lookup, and the recorder of deliveries' ends for the archive. Each caller declares the part it
+ * uses (`Pick<Producer, …>`, `QueueRegistry`, …).
  */
 export type Pipeline = QueueRegistry & Producer & EventLookup & { recordDeliveryEnd: RecordDeliveryEnd };
 
