@@ -201,7 +201,10 @@ export function startArchiver(
   };
 }
 
-/** XREADGROUP's and XAUTOCLAIM's entries as id and fields; a pending entry already deleted comes back without fields and is skipped. */
+/**
+ * XREADGROUP's and XAUTOCLAIM's entries as id and fields; a pending entry already deleted comes back
+ * without fields and is skipped.
+ */
 function entriesOf(raw: [string, string[] | null][]): StreamEntry[] {
   const entries: StreamEntry[] = [];
   for (const [id, list] of raw) {

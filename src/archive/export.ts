@@ -31,10 +31,14 @@ export interface EvidenceFiles {
   files: Record<EvidenceFile, Buffer>;
 }
 
+const LEGACY_SCHEME = 'Scheme: legacy v1.2 (signed.txt is merchantId=<id>&timestamp=<ms>&requestBody=<body>).';
+const CURRENT_SCHEME = 'Scheme: current (signed.txt is the five lines: method, path, timestamp, nonce, body).';
+
 const README = (row: ArchivedNotification) => `Evidence of one notification from the platform, as received.
 
-${row.scheme === 'legacy' ? 'Scheme: legacy v1.2 (signed.txt is merchantId=<id>&timestamp=<ms>&requestBody=<body>).' : 'Scheme: current (signed.txt is the five lines: method, path, timestamp, nonce, body).'}
-Event ${row.eventId} (${row.eventType}), request_id ${row.requestId ?? '(none)'}, received ${row.receivedAt.toISOString()}.
+${row.scheme === 'legacy' ? LEGACY_SCHEME : CURRENT_SCHEME}
+Event ${row.eventId} (${row.eventType}), request_id ${row.requestId ?? '(none)'},
+received ${row.receivedAt.toISOString()}.
 
 Check the platform's signature over the exact bytes it signed, with its public key:
 

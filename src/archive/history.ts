@@ -4,7 +4,10 @@ import { SCHEMA } from './migrations';
 import { evidenceOf, type EvidenceFiles } from './export';
 import { deliveriesOf, selectRows, type ArchivedDelivery, type ArchivedNotification } from './rows';
 
-/** An event as the archive tells it: each notification row that carried it (first receipt first) and how its deliveries ended. */
+/**
+ * An event as the archive tells it: each notification row that carried it (first receipt first) and
+ * how its deliveries ended.
+ */
 export interface ArchivedEvent {
   rows: ArchivedNotification[];
   /** The last end of each target's delivery. */
@@ -21,7 +24,10 @@ export class ArchiveUnavailableError extends ServiceError {
   }
 }
 
-/** History beyond Redis: what the event view, the request_id lookup and the console ask once Redis has forgotten an event. */
+/**
+ * History beyond Redis: what the event view, the request_id lookup and the console ask once Redis has
+ * forgotten an event.
+ */
 export interface ArchiveHistory {
   event(eventId: string): Promise<ArchivedEvent | undefined>;
   eventIdsForRequest(requestId: string): Promise<string[]>;
@@ -52,7 +58,8 @@ export function createArchiveHistory(pool: Pool): ArchiveHistory {
     eventIdsForRequest: (requestId) =>
       read(async () => {
         const { rows } = await pool.query<{ event_id: string }>(
-          `SELECT DISTINCT event_id FROM ${SCHEMA}.notifications WHERE request_id = $1 ORDER BY event_id LIMIT ${MAX_ROWS}`,
+          `SELECT DISTINCT event_id FROM ${SCHEMA}.notifications
+            WHERE request_id = $1 ORDER BY event_id LIMIT ${MAX_ROWS}`,
           [requestId],
         );
         return rows.map((r) => r.event_id);

@@ -35,7 +35,7 @@ export function pgErrorClass(err: unknown): string {
   return 'network';
 }
 
-/** Whether the error is PostgreSQL being unreachable or going away, worth waiting out, rather than a refused statement. */
+/** Whether PostgreSQL is unreachable or going away (worth waiting out), rather than refusing a statement. */
 export function pgUnavailable(err: unknown): boolean {
   return ['network', '08', '57', '53'].includes(pgErrorClass(err));
 }

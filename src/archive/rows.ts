@@ -90,7 +90,8 @@ export async function selectRows(
   limit = 100,
 ): Promise<ArchivedNotification[]> {
   const { rows } = await pool.query<RawRow>(
-    `SELECT ${ROW_COLUMNS} FROM ${SCHEMA}.notifications WHERE ${where} ORDER BY received_at, seq LIMIT ${Math.floor(limit)}`,
+    `SELECT ${ROW_COLUMNS} FROM ${SCHEMA}.notifications
+      WHERE ${where} ORDER BY received_at, seq LIMIT ${Math.floor(limit)}`,
     params,
   );
   return rows.map(rowOf);

@@ -39,7 +39,8 @@ export async function verifyArchive(pool: Pool, opts: VerifyOptions = {}): Promi
   const keys = await loadKeys(pool);
   const fromMonth = opts.since ? monthOf(opts.since) : '0001-01-01';
   const heads = await pool.query<{ month: string; seq: string; hash: Buffer }>(
-    `SELECT to_char(month, 'YYYY-MM-DD') AS month, seq, hash FROM ${SCHEMA}.chain_heads WHERE month >= $1 ORDER BY month`,
+    `SELECT to_char(month, 'YYYY-MM-DD') AS month, seq, hash FROM ${SCHEMA}.chain_heads
+      WHERE month >= $1 ORDER BY month`,
     [fromMonth],
   );
   const report: VerifyReport = { months: heads.rows.length, rows: 0, signaturesVerified: 0, monthsCut: 0, bad: [] };

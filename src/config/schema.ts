@@ -184,7 +184,7 @@ export const configSchema = z
       retainDays: z.number().int().min(1),
       /** Notifications written per transaction. @defaultValue 500 */
       batchSize: z.number().int().min(1).max(2000),
-      /** How long an entry another archiver took may stay unwritten before this one takes it over. @defaultValue 30000 */
+      /** How long an entry another archiver took may stay unwritten before this one takes it. @defaultValue 30000 */
       claimIdleMs: ms.min(100),
     }),
     /** The admin port's server timeouts, apart from the public port's. */

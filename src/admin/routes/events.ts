@@ -29,7 +29,9 @@ export function eventRoutes(
     if (!event)
       return void res.status(404).json({
         error: 'not_found',
-        message: `no event ${req.params.eventId} (unknown, or past the de-duplication window${archive ? ' and not archived' : ''})`,
+        message:
+          `no event ${req.params.eventId} ` +
+          `(unknown, or past the de-duplication window${archive ? ' and not archived' : ''})`,
       });
     res.json(event);
   });

@@ -46,7 +46,8 @@ export async function archiveCommand(ctx: OperatorContext, args: string[]): Prom
       throw new Error(`--since ${values.since}: not a date (e.g. 2026-01-31)`);
     const report = await withArchive(ctx, (pool) => verifyArchive(pool, { since, environment: values.environment }));
     ctx.out(
-      `months: ${report.months} (removed by retention: ${report.monthsCut})  rows: ${report.rows}  signatures verified: ${report.signaturesVerified}  bad rows: ${report.bad.length}`,
+      `months: ${report.months} (removed by retention: ${report.monthsCut})  rows: ${report.rows}  ` +
+        `signatures verified: ${report.signaturesVerified}  bad rows: ${report.bad.length}`,
     );
     if (report.bad.length > 0)
       ctx.out(

@@ -89,7 +89,8 @@ export function eventCommand(ctx: OperatorContext, args: string[]): Promise<numb
         );
         if (event.archived)
           out(
-            `  from the archive (Redis no longer holds it): row ${event.archived.id}, ${event.archived.outcome}, ${event.archived.receipts} receipt(s)`,
+            `  from the archive (Redis no longer holds it): row ${event.archived.id}, ` +
+              `${event.archived.outcome}, ${event.archived.receipts} receipt(s)`,
           );
         if (event.traceId) out(`  trace ${event.traceId}`);
         if (event.copies) out(`  ${copiesLine(event.copies)}`);
@@ -220,7 +221,8 @@ export function targetCommand(ctx: OperatorContext, args: string[]): Promise<num
       try {
         const released = await recoveryFor(ctx, pipeline).releaseBlockedKey(ctx.actor, name, key);
         out(
-          `released  ${name} key ${JSON.stringify(key)}: its later deliveries go on; the dead letter ${name}/${released.eventId} stays`,
+          `released  ${name} key ${JSON.stringify(key)}: its later deliveries go on; the dead letter ` +
+            `${name}/${released.eventId} stays`,
         );
         return 0;
       } catch (err) {
@@ -237,5 +239,8 @@ export function targetCommand(ctx: OperatorContext, args: string[]): Promise<num
 /** The copies of an event that came after the first, in words. */
 function copiesLine({ duplicates, replays, lastAt }: EventCopies): string {
   const n = (count: number, word: string) => `${count} ${word}${count === 1 ? '' : 's'}`;
-  return `copies after the first: ${n(duplicates, 'duplicate')}, ${n(replays, 'replay')} refused${lastAt ? `; the last at ${lastAt}` : ''}`;
+  return (
+    `copies after the first: ${n(duplicates, 'duplicate')}, ` +
+    `${n(replays, 'replay')} refused${lastAt ? `; the last at ${lastAt}` : ''}`
+  );
 }
