@@ -27,7 +27,8 @@ function monthStart(monthsAgo: number): Date {
 it('drops whole months older than the cut-off, keeps the rest, and the archive still verifies', async () => {
   await a.stopArchiver();
   await platform.send(a.h.app, platform.signed('payment.result')).expect(200);
-  const [[id, list]] = await a.h.redis.xrange(`${keyPrefix(a.h.config.queuePrefix)}:archive`, '-', '+');
+  const [entry] = await a.h.redis.xrange(`${keyPrefix(a.h.config.queuePrefix)}:archive`, '-', '+');
+  const [id, list] = entry!;
   const fields = Object.fromEntries(list.flatMap((v, i) => (i % 2 === 0 ? [[v, list[i + 1]!]] : []))) as Record<
     string,
     string
@@ -37,7 +38,7 @@ it('drops whole months older than the cut-off, keeps the rest, and the archive s
   old.receivedAt = new Date(monthStart(3).getTime() + 3_600_000).toISOString();
   const entries: StreamEntry[] = [
     { id: '1-0', fields: { ...fields, r: JSON.stringify(old) } },
-    { id: id!, fields },
+    { id, fields },
   ];
   expect((await writeBatch(a.pool, sortEntries(entries), new Set())).notifications).toBe(2);
   const partitions = () =>
