@@ -1,6 +1,7 @@
 import type { EventView } from '../../operations/event-lookup';
 import { EVIDENCE_FILES } from '../../archive/export';
 import { badge, CONSOLE_PATH, html, time, type Html } from './html';
+import { receiptFacts } from './event-page';
 
 /**
  * An event Redis has forgotten, as the archive tells it: the facts of its first receipt, each target's
@@ -15,12 +16,7 @@ export function archivedEventPage(e: EventView): Html {
   return html`<h1>Event <span class="mono">${e.eventId}</span> ${badge('archived', 'from the archive')}</h1>
     <p class="muted">Redis no longer holds this event; this is what the archive kept.</p>
     <dl class="facts">
-      <dt>Type</dt>
-      <dd>${e.eventType}</dd>
-      <dt>Received (UTC)</dt>
-      <dd>${time(e.receivedAt)}</dd>
-      <dt>Environment</dt>
-      <dd>${e.environment ?? '—'}</dd>
+      ${receiptFacts(e)}
       <dt>Path</dt>
       <dd class="mono">${e.path}</dd>
       <dt>Outcome</dt>
