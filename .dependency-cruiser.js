@@ -18,6 +18,7 @@ const LAYERS = [
   'ordering', // the per-key sequences of ordered delivery
   'pipeline', // the queue registry, the producer (the only writer of jobs), the event lookup
   'monitoring', // Prometheus series, queue and ordering gauges, Redis durability
+  'archive', // the evidence archive in PostgreSQL: migrations, the archiver, verify, export, history
   'receiving', // verify, parse, queue, acknowledge one notification
   'reconciliation', // expectations of notifications, and the signed inquiries that chase overdue ones
   'forwarding', // the fan-out and delivery workers, one attempt, the forwarded request

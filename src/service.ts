@@ -12,6 +12,7 @@ import { startReceiver, type RunningReceiver } from './receiver';
 import { reportConnectionErrors, type RedisConnector } from './redis/connect';
 import { startReconciler, type Reconciler } from './reconciliation/reconciler';
 import { createExpectationStore } from './reconciliation/store';
+import { openArchive, type OpenArchive } from './archive/open';
 
 export interface RunningService {
   pipeline: Pipeline;
@@ -20,6 +21,8 @@ export interface RunningService {
   admin: RunningAdmin;
   /** Watches over expectations and asks the platform about overdue ones (where workers run). */
   reconciler?: Reconciler;
+  /** The evidence archive, when ARCHIVE_URL names one. */
+  archive?: OpenArchive;
   /** Re-reads the configuration in this process: targets take effect, other changes are reported. */
   reloader: Reloader;
   close(): Promise<void>;
@@ -45,6 +48,7 @@ export async function startService(
   const connection = redis.open('producer');
   reportConnectionErrors(connection, logger, 'producer');
   const pipeline = createPipeline(connection, pipelineOptions(config), ingestObserver(metrics, logger));
+  const archive = openArchive(config, redis, logger);
   const receiver =
     config.role !== 'worker' ? await startReceiver({ config, environments, logger, metrics, pipeline }) : undefined;
   const workers = config.role !== 'receiver' ? startWorkers(config, pipeline, logger, metrics, redis) : undefined;
@@ -63,19 +67,21 @@ export async function startService(
         })
       : undefined;
   const reloader = createReloader({ env, config, pipeline, workers, logger });
-  const admin = await startAdmin(config, pipeline, logger, metrics.registry, reloader);
+  const admin = await startAdmin(config, pipeline, logger, metrics.registry, reloader, archive);
   return {
     pipeline,
     receiver,
     workers,
     admin,
     reconciler,
+    archive,
     reloader,
     async close() {
       // Stop taking notifications first, then let deliveries finish, then the admin port, then the queues.
       await receiver?.close();
       await reconciler?.close();
       await workers?.close();
+      await archive?.close();
       await admin.close();
       await pipeline.close();
       connection.disconnect();

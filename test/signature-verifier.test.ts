@@ -7,6 +7,7 @@ import {
   currentRequest,
   legacyBody,
   legacyRequest,
+  MERCHANT_ID,
   NOW_MS,
   rsaKeyPair,
   TARGET,
@@ -103,12 +104,14 @@ describe('the current scheme (spec 5.1)', () => {
         'x-svc-sign-alg': 'SHA256_WITH_RSA',
         'x-svc-appid': 'platform-app',
       },
+      key: platformA.publicKey,
     });
     expect(precheck(genuine.headers, NOW_MS)).toBeUndefined();
   });
 
-  it('when signed with the second configured key (rotation), then it verifies', () => {
-    expect(verify(currentRequest({ key: platformB.privateKey })).ok).toBe(true);
+  it('when signed with the second configured key (rotation), then it verifies and names that key', () => {
+    const result = verify(currentRequest({ key: platformB.privateKey }));
+    expect(result.ok && result.key).toBe(platformB.publicKey);
   });
 
   it.each(Object.entries(equivalentSpellings(genuine.headers['x-svc-sign'])))(
@@ -268,6 +271,8 @@ describe('the legacy scheme (spec 5.2)', () => {
       timestamp: NOW_MS,
       replayKey,
       signatureHeaders: { signature: genuine.headers.signature, type: 'RSA256', version: 'v1.2' },
+      key: platformA.publicKey,
+      signedMerchantId: MERCHANT_ID,
     });
     expect(precheck(genuine.headers, NOW_MS)).toBeUndefined();
   });

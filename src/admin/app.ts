@@ -25,6 +25,8 @@ import { deadLetterRoutes } from './routes/dead-letters';
 import { eventRoutes } from './routes/events';
 import { expectationRoutes } from './routes/expectations';
 import type { Expectations } from '../reconciliation/expectations';
+import type { ArchiveHistory } from '../archive/history';
+import type { ArchiveStatus } from '../monitoring/archive-metrics';
 import { quarantineRoutes } from './routes/quarantine';
 import { queueRoutes } from './routes/queues';
 import { targetRoutes } from './routes/targets';
@@ -49,6 +51,10 @@ export interface AdminDeps {
   logger: Logger;
   /** The platform environments configured, for the console's filter. @defaultValue ['production'] */
   environments?: readonly string[];
+  /** The evidence archive's history, when ARCHIVE_URL is set: events Redis has forgotten. */
+  archive?: ArchiveHistory;
+  /** The archive's state and backlog, for /readyz's detail. */
+  archiveStatus?: () => Promise<ArchiveStatus>;
   /** Failed-login throttle. @defaultValue 10 failures per minute per address */
   loginFailures?: FailureWindowOptions;
 }
@@ -64,7 +70,7 @@ export function createAdminApp(deps: AdminDeps): Express {
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
-  app.get('/readyz', readiness(deps.redis, deps.pipeline.quarantine, deps.logger));
+  app.get('/readyz', readiness(deps.redis, deps.pipeline.quarantine, deps.logger, deps.archiveStatus));
 
   const guard = hasCredentials(deps.credentials)
     ? requireAdmin(deps.credentials, createFailureWindow(deps.loginFailures), deps.logger)
@@ -125,7 +131,7 @@ export function createAdminApp(deps: AdminDeps): Express {
     resender: deps.resender,
     logger: deps.logger,
   });
-  api.use('/events', eventRoutes(deps.pipeline, deps.mask, recovery));
+  api.use('/events', eventRoutes(deps.pipeline, deps.mask, recovery, deps.archive));
   api.use('/config', configRoutes(deps.reloader));
   api.use('/dead-letters', deadLetterRoutes(deps.deadLetters, recovery));
   api.use('/quarantine', quarantineRoutes(deps.quarantine, recovery));
@@ -145,6 +151,7 @@ export function createAdminApp(deps: AdminDeps): Express {
       expectations: deps.expectations,
       environments: deps.environments ?? ['production'],
       logger: deps.logger,
+      archive: deps.archive,
     }),
   );
 

@@ -3,6 +3,7 @@ import type { RedisClient } from '../redis/connect';
 import type { Queue } from 'bullmq';
 import type { Logger } from '../logging/logger';
 import { withTimeout } from '../redis/with-timeout';
+import type { ArchiveStatus } from '../monitoring/archive-metrics';
 
 const READY_TIMEOUT_MS = 1000;
 
@@ -10,7 +11,12 @@ const READY_TIMEOUT_MS = 1000;
  * Ready when Redis answers and a queue can be read, within a second; 503 otherwise. The probe's
  * answer says only "redis down": the error's text (host names, addresses) stays in the log.
  */
-export function readiness(redis: RedisClient, probe: Queue, logger: Logger) {
+export function readiness(
+  redis: RedisClient,
+  probe: Queue,
+  logger: Logger,
+  archiveStatus?: () => Promise<ArchiveStatus>,
+) {
   return async (_req: Request, res: Response): Promise<void> => {
     try {
       await withTimeout(
@@ -18,7 +24,15 @@ export function readiness(redis: RedisClient, probe: Queue, logger: Logger) {
         READY_TIMEOUT_MS,
         () => new Error(`no answer within ${READY_TIMEOUT_MS} ms`),
       );
-      res.json({ status: 'ready', redis: 'up' });
+      // The archive is written behind the answer: its state is detail, never a reason to stop taking notifications.
+      const archive = archiveStatus
+        ? await withTimeout(archiveStatus(), READY_TIMEOUT_MS, () => new Error('no answer')).catch(() => undefined)
+        : undefined;
+      res.json({
+        status: 'ready',
+        redis: 'up',
+        ...(archiveStatus ? { archive: archive ?? { state: 'unknown' } } : {}),
+      });
     } catch (err) {
       logger.warn('not ready: redis down', { error: (err as Error).message });
       res.status(503).json({ status: 'not_ready', redis: 'down' });

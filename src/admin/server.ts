@@ -6,6 +6,7 @@ import type { Logger } from '../logging/logger';
 import type { Reloader } from '../operations/reload';
 import type { Pipeline } from '../pipeline/pipeline';
 import { wireAdmin } from './wiring';
+import type { OpenArchive } from '../archive/open';
 
 const CONNECTIONS_CHECKING_INTERVAL_MS = 1000;
 
@@ -22,8 +23,9 @@ export async function startAdmin(
   logger: Logger,
   registry: Registry,
   reloader?: Reloader,
+  archive?: OpenArchive,
 ): Promise<RunningAdmin> {
-  const app = wireAdmin(config, pipeline, registry, logger, reloader);
+  const app = wireAdmin(config, pipeline, registry, logger, reloader, archive);
   const server = createServer(
     {
       requestTimeout: config.admin.requestTimeoutMs,

@@ -16,6 +16,20 @@ import type { Pipeline } from '../pipeline/pipeline';
 import { createAdminApp } from './app';
 import { environmentNames } from '../config/environments';
 import { createExpectations } from '../reconciliation/expectations';
+import type { OpenArchive } from '../archive/open';
+import { archiveBacklog } from '../archive/archiver';
+import { createArchiveHistory } from '../archive/history';
+import { registerArchiveMetrics } from '../monitoring/archive-metrics';
+
+/** The archive's history for the API and console, its /readyz detail and its gauges. */
+function archiveDeps(archive: OpenArchive, pipeline: Pipeline, registry: Registry) {
+  const status = async () => {
+    const { entries, oldestAgeSeconds } = await archiveBacklog(pipeline.redis, pipeline.prefix);
+    return { state: archive.archiver?.state().state ?? 'receiver', backlog: entries, oldestAgeSeconds };
+  };
+  registerArchiveMetrics(registry, status);
+  return { archive: createArchiveHistory(archive.pool), archiveStatus: status };
+}
 
 /** Builds the admin app and its operations over the process's pipeline; the caller listens. */
 export function wireAdmin(
@@ -24,6 +38,7 @@ export function wireAdmin(
   registry: Registry,
   logger: Logger,
   reloader?: Reloader,
+  archive?: OpenArchive,
 ): Express {
   const redis = pipeline.redis;
   const queueMetrics = registerQueueMetrics(registry, pipeline, logger);
@@ -77,5 +92,6 @@ export function wireAdmin(
     mask: createMasker(config.sensitiveFields),
     readOnlyDashboard: config.adminReadOnlyDashboard,
     logger,
+    ...(archive ? archiveDeps(archive, pipeline, registry) : {}),
   });
 }

@@ -7,6 +7,7 @@ import { deadLetterCommand } from './commands/dead-letters';
 import { expectCommand } from './commands/expect';
 import { eventCommand, quarantineCommand, queuesCommand, targetCommand } from './commands/operations';
 import { keygen } from './commands/keygen';
+import { archiveCommand } from './commands/archive';
 import { transformTestCommand } from './commands/transform';
 import { listenCommand } from './commands/listen';
 import { parseEventTypes, sendNotification } from './commands/send';
@@ -67,6 +68,14 @@ given --defaults):
                                      expect that notification: asked about at the platform when overdue
   expect list [--state S] [--request-id R] [--json]
   expect cancel <expectation id>     no inquiry about it from now on
+
+the evidence archive (ARCHIVE_URL):
+  archive verify [--since DATE] [--environment NAME]
+                                     re-verify every row's platform signature and the hash chains;
+                                     exits 1 naming each row changed, deleted or inserted
+  archive export <event id | request_id> --out DIR
+                                     the notification's signed bytes, signature, key, body and facts,
+                                     checked with: openssl dgst -sha256 -verify public-key.pem ...
 `;
 
 export interface CliIo extends OperatorEnv {
@@ -121,6 +130,8 @@ async function dispatch(argv: string[], io: CliIo): Promise<number> {
       return targetCommand(operator(io, useDefaults), rest);
     case 'expect':
       return expectCommand(operator(io, useDefaults), rest);
+    case 'archive':
+      return archiveCommand(operator(io, useDefaults), rest);
     case 'config':
       if (rest[0] !== 'check') break;
       return configCheckCommand(io.env, io.out);

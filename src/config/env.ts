@@ -56,6 +56,7 @@ export const ENV_SETTINGS: Record<string, { path: string[]; parse: Parse }> = {
   ADMIN_REQUEST_TIMEOUT_MS: { path: ['admin', 'requestTimeoutMs'], parse: int },
   ADMIN_HEADERS_TIMEOUT_MS: { path: ['admin', 'headersTimeoutMs'], parse: int },
   ADMIN_KEEP_ALIVE_TIMEOUT_MS: { path: ['admin', 'keepAliveTimeoutMs'], parse: int },
+  ARCHIVE_URL: { path: ['archive', 'url'], parse: text },
   WORKER_LOCK_DURATION_MS: { path: ['worker', 'lockDurationMs'], parse: int },
   WORKER_STALLED_INTERVAL_MS: { path: ['worker', 'stalledIntervalMs'], parse: int },
   WORKER_SHUTDOWN_TIMEOUT_MS: { path: ['worker', 'shutdownTimeoutMs'], parse: int },

@@ -171,6 +171,22 @@ export const configSchema = z
      * Whether an operator may replay a quarantined notification with a corrected body (forwarded marked `corrected`).
      */
     adminAllowCorrections: z.boolean(),
+    /**
+     * The evidence archive in PostgreSQL (docs/archive.md): off until `url` (ARCHIVE_URL) names one.
+     */
+    archive: z.object({
+      /** A `postgres://` or `postgresql://` connection string (credentials masked wherever it is shown). */
+      url: z
+        .string()
+        .regex(/^postgres(ql)?:\/\/./, 'a connection string like postgresql://user:password@host:5432/database')
+        .optional(),
+      /** Rows older than this many days are removed, a whole month at a time. @defaultValue 2557 (about seven years) */
+      retainDays: z.number().int().min(1),
+      /** Notifications written per transaction. @defaultValue 500 */
+      batchSize: z.number().int().min(1).max(2000),
+      /** How long an entry another archiver took may stay unwritten before this one takes it. @defaultValue 30000 */
+      claimIdleMs: ms.min(100),
+    }),
     /** The admin port's server timeouts, apart from the public port's. */
     admin: z.object({
       /** Whole request, headers and body. @defaultValue 30000 */

@@ -1,4 +1,6 @@
 import { DelayedError, Worker, UnrecoverableError, type Job } from 'bullmq';
+import type { RecordDeliveryEnd } from '../pipeline/archive-outcome';
+import type { DeliveryEnd } from '../model/archive';
 import type { RedisClient } from '../redis/connect';
 import type { Logger } from '../logging/logger';
 import type { Metrics } from '../monitoring/metrics';
@@ -24,6 +26,8 @@ export interface WorkerDeps {
   metrics: Metrics;
   lockDurationMs: number;
   stalledIntervalMs: number;
+  /** Tells the archive how a delivery ended (delivered, dead-lettered, dropped), when it is on. */
+  recordEnd?: RecordDeliveryEnd;
 }
 
 /**
@@ -42,6 +46,13 @@ export function createDeliveryWorker(
   const shaper = createShaper(target);
   const { logger, metrics } = deps;
   const series = metrics.target(target.name);
+  const ended = (job: Job<DeliveryJob>, state: DeliveryEnd, attempts: number) =>
+    deps.recordEnd?.({ eventId: job.data.eventId, target: target.name, state, attempts }, (err) =>
+      logger.repeated('warn', 'archive:delivery-end', 'archive: a delivery outcome was not recorded', {
+        target: target.name,
+        error: err.message,
+      }),
+    );
 
   /** Done: the next delivery of its key may go (a failure here is repaired by that delivery itself, later). */
   async function advance(job: Job<DeliveryJob>, step: 'delivered' | 'deadLettered'): Promise<void> {
@@ -81,6 +92,7 @@ export function createDeliveryWorker(
           await advance(job, 'delivered');
           metrics.deliveries.labels(target.name, eventType, 'dropped').inc();
           logger.record('info', 'dropped by the transform', { eventId, eventType, target: target.name, attempt });
+          await ended(job, 'dropped', attempt);
           return dropped;
         }
         req = buildRequest(job.data, target, sign, new Date(), body);
@@ -91,6 +103,7 @@ export function createDeliveryWorker(
       span?.inject(req.headers);
       const result = await transport.send(req, job.data);
       await advance(job, 'delivered');
+      await ended(job, 'delivered', attempt);
       series.delivered(eventType).inc();
       const sinceReceipt = (Date.now() - Date.parse(job.data.receivedAt)) / 1000;
       if (span) {
@@ -148,6 +161,7 @@ export function createDeliveryWorker(
         metrics.deadLetters.labels(target.name).inc();
         logger.error('delivery dead-lettered', fields);
         await advance(job, 'deadLettered');
+        await ended(job, 'dead_lettered', attempt);
       } else {
         metrics.deliveries.labels(target.name, eventType, 'retry').inc();
         // A target that is down fails every delivery the same way: one line per interval, with the count.

@@ -7,6 +7,7 @@ import type { Producer } from '../pipeline/producer';
 import type { QueueRegistry } from '../pipeline/queue-registry';
 import { reportConnectionErrors, type RedisConnector } from '../redis/connect';
 import { createDeliveryWorker } from './delivery-worker';
+import type { RecordDeliveryEnd } from '../pipeline/archive-outcome';
 import { settlesWithin } from '../redis/with-timeout';
 import { createFanoutWorker } from './fanout-worker';
 import type { Target } from '../model/target-schema';
@@ -33,7 +34,8 @@ export interface RunningWorkers {
 /** Starts the fan-out workers (one per event type) and a delivery worker per target, over the process's pipeline. */
 export function startWorkers(
   config: Config,
-  pipeline: Pick<QueueRegistry, 'prefix' | 'targets' | 'ordering'> & Pick<Producer, 'addDeliveries'>,
+  pipeline: Pick<QueueRegistry, 'prefix' | 'targets' | 'ordering'> &
+    Pick<Producer, 'addDeliveries'> & { recordDeliveryEnd?: RecordDeliveryEnd },
   logger: Logger,
   metrics: Metrics,
   redis: RedisConnector,
@@ -47,6 +49,7 @@ export function startWorkers(
     metrics,
     lockDurationMs: config.worker.lockDurationMs,
     stalledIntervalMs: config.worker.stalledIntervalMs,
+    recordEnd: pipeline.recordDeliveryEnd,
   };
   const fanouts = EVENT_TYPES.map((type) => createFanoutWorker(type, { ...deps, pipeline }));
   type Running = { target: Target; delivery: ReturnType<typeof createDeliveryWorker> };

@@ -59,6 +59,11 @@ export const ownKeys = {
   orderSequence: (prefix: string, target: string, keyDigest: string) => `${prefix}:o:${target}:${keyDigest}`,
   /** One target's blocked ordering keys (key value -> ms since 1970 when its first delivery was dead-lettered). */
   orderBlocked: (prefix: string, target: string) => `${prefix}:ob:${target}`,
+  /**
+   * The archive's backlog: a stream of what was acknowledged (and of deliveries that ended) not yet
+   * written to PostgreSQL; the archiver deletes each entry once its transaction committed.
+   */
+  archive: (prefix: string) => `${prefix}:archive`,
   /** One bucket of the request-id index (request id -> event ids): a day (UTC, days since 1970) and a shard. */
   requestIndex: (prefix: string, day: number, shard: number) => `${prefix}:r:${day}:${shard}`,
   /** One expectation of a notification (a hash: its fields, state and inquiry attempts). */

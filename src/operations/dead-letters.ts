@@ -3,6 +3,7 @@ import { markSeriesStart } from '../forwarding/delivery-story';
 import type { EventType } from '../model/event-table';
 import type { DeliveryFailure, DeliveryJob } from '../model/jobs';
 import type { QueueRegistry } from '../pipeline/queue-registry';
+import type { RecordDeliveryEnd } from '../pipeline/archive-outcome';
 import type { DeliveryQueue } from '../model/queues';
 import { isEventId } from '../model/ids';
 import { ServiceError } from '../model/errors';
@@ -44,7 +45,11 @@ const PAGE = 1000;
  * automatically). Replaying one retries the same job, so the event keeps its `webhook-id`, with a
  * fresh set of attempts.
  */
-export function createDeadLetters(pipeline: Pick<QueueRegistry, 'deliveryQueue' | 'deliveryQueues' | 'ordering'>) {
+export function createDeadLetters(
+  pipeline: Pick<QueueRegistry, 'deliveryQueue' | 'deliveryQueues' | 'ordering'> & {
+    recordDeliveryEnd?: RecordDeliveryEnd;
+  },
+) {
   function selectedQueues(target?: string): [string, DeliveryQueue][] {
     if (target === undefined) return pipeline.deliveryQueues();
     const queue = pipeline.deliveryQueue(target);
@@ -144,6 +149,7 @@ export function createDeadLetters(pipeline: Pick<QueueRegistry, 'deliveryQueue' 
     const state = await job.getState();
     if (state !== 'failed') throw new NotDeadLetterError(`${target}/${eventId}`, state);
     await job.remove();
+    await pipeline.recordDeliveryEnd?.({ eventId, target, state: 'discarded', attempts: job.attemptsMade });
     // If this fails, the delivery behind finds the head gone when it next wakes, and goes then.
     await pipeline
       .ordering(target)

@@ -5,6 +5,8 @@ import { eventDefinition } from '../model/event-table';
 import type { EventCopies, EventDelivery, EventLookup, FoundEvent } from '../pipeline/lookup';
 import { parsePayload } from '../receiving/parse-payload';
 import { traceIdOf } from '../tracing/traceparent';
+import type { ArchiveHistory } from '../archive/history';
+import { archivedView, type ArchivedFacts } from './archived-event';
 
 export interface DeliveryView {
   target: string;
@@ -20,6 +22,8 @@ export interface DeliveryView {
   deliveredAt?: string;
   result?: unknown;
   failedReason?: string;
+  /** When it ended, for a delivery the archive tells. */
+  endedAt?: string;
   /** Every failed attempt, oldest first, of every series. */
   failedAttempts: DeliveryFailure[];
   /** Every attempt of every series, oldest first, each with its series' number. */
@@ -34,6 +38,10 @@ export interface DeliveryView {
 export type { AttemptView, EventCopies, SeriesView };
 
 export interface EventView {
+  /** Set when Redis no longer holds the event and the archive answered (see archivedView). */
+  source?: 'archive';
+  /** What the archive keeps of it, when it answered. */
+  archived?: ArchivedFacts;
   eventId: string;
   queue: string;
   jobId: string;
@@ -146,9 +154,13 @@ export async function findEvent(
   pipeline: Pick<EventLookup, 'findEvent' | 'deliveriesOf' | 'copiesOf'>,
   eventId: string,
   mask: (p: unknown) => unknown,
+  archive?: Pick<ArchiveHistory, 'event'>,
 ): Promise<EventView | undefined> {
   const found = await pipeline.findEvent(eventId);
-  if (!found) return undefined;
+  if (!found) {
+    const archived = await archive?.event(eventId);
+    return archived && archivedView(archived, mask);
+  }
   const { queue, job } = found;
   const withJobs = await Promise.all((await pipeline.deliveriesOf(eventId)).map(deliveryView));
   // A delivery job wins over the record: a fan-out retried after a reload changed a filter can leave both.
@@ -177,4 +189,20 @@ export async function findEvent(
     errors: 'errors' in data ? data.errors : undefined,
     deliveries: [...withJobs, ...filtered],
   };
+}
+
+/**
+ * The event ids of a platform `request_id`: Redis's index (kept for the de-duplication window) and,
+ * when an archive is configured, the archive's rows, together.
+ */
+export async function eventIdsForRequest(
+  pipeline: Pick<EventLookup, 'eventIdsForRequest'>,
+  requestId: string,
+  archive?: Pick<ArchiveHistory, 'eventIdsForRequest'>,
+): Promise<string[]> {
+  const [live, archived] = await Promise.all([
+    pipeline.eventIdsForRequest(requestId),
+    archive ? archive.eventIdsForRequest(requestId) : [],
+  ]);
+  return [...new Set([...live, ...archived])].sort();
 }

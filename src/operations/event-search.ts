@@ -5,6 +5,41 @@ import type { EventLookup } from '../pipeline/lookup';
 import type { QueueRegistry } from '../pipeline/queue-registry';
 import { deliveryStateOf, type DeliveryState } from './delivery-state';
 import { UnknownTargetError } from './dead-letters';
+import type { ArchiveHistory, ArchivedEvent } from '../archive/history';
+import { eventIdsForRequest } from './event-lookup';
+
+/** The archive's words for how a delivery ended, as the console's states. */
+const ARCHIVED_STATES: Record<string, SearchRow['state']> = {
+  delivered: 'delivered',
+  dead_lettered: 'dead_letter',
+  dropped: 'dropped',
+  filtered: 'filtered',
+  discarded: 'discarded',
+};
+
+/** An archived event's rows: each target's final state, or the event alone when no delivery ended. */
+function archivedRows(event: ArchivedEvent | undefined): SearchRow[] {
+  const first = event?.rows[0];
+  if (!event || !first) return [];
+  const base = {
+    eventId: first.eventId,
+    eventType: first.eventType,
+    environment: first.environment,
+    receivedAt: first.receivedAt.toISOString(),
+    source: 'archive' as const,
+  };
+  if (event.deliveries.length === 0)
+    return [
+      { ...base, target: '', state: first.reason ? 'quarantined' : 'unrouted', attempts: 0, at: base.receivedAt },
+    ];
+  return event.deliveries.map((d) => ({
+    ...base,
+    target: d.target,
+    state: ARCHIVED_STATES[d.state] ?? 'discarded',
+    attempts: d.attempts,
+    at: d.endedAt,
+  }));
+}
 
 /**
  * Finding events for the console: by a `request_id`, an event id or a `webhook-id` (the event id
@@ -44,13 +79,17 @@ export interface SearchRow {
   receivedAt: string;
   /** Empty for an event with no delivery: unrouted (no target took it) or quarantined. */
   target: string;
-  state: DeliveryState | 'unrouted' | 'quarantined';
+  state: DeliveryState | 'unrouted' | 'quarantined' | 'discarded';
   attempts: number;
   /** The delivery's last change: delivered or dead-lettered, else started or queued. */
   at: string;
+  /** Set on a row the archive told (Redis no longer holds the event). */
+  source?: 'archive';
 }
 
 export interface SearchPage {
+  /** Set when some rows came from the archive. */
+  source?: 'archive';
   /** How the text was read: a request id, an event id, or no text (the list). */
   by: 'request_id' | 'event_id' | 'list';
   rows: SearchRow[];
@@ -254,7 +293,7 @@ async function liveStream(
   return { buffer, done: true, fill: async () => undefined };
 }
 
-export function createEventSearch(pipeline: Pipeline) {
+export function createEventSearch(pipeline: Pipeline, archive?: ArchiveHistory) {
   function queuesFor(target: string | undefined, state: DeliveryState | undefined): [string, DeliveryQueue][] {
     // A filtered row is read from the event's other deliveries, so every queue is read for it.
     if (target === undefined || state === 'filtered') return pipeline.deliveryQueues();
@@ -281,7 +320,7 @@ export function createEventSearch(pipeline: Pipeline) {
     }
     if (rows.length > 0) return rows;
     const found = await pipeline.findEvent(eventId);
-    if (!found) return [];
+    if (!found) return archive ? archivedRows(await archive.event(eventId)) : [];
     const { data } = found.job;
     const at = iso(found.job.finishedOn ?? found.job.timestamp);
     return [
@@ -300,12 +339,13 @@ export function createEventSearch(pipeline: Pipeline) {
 
   async function byText(text: string, query: SearchQuery): Promise<SearchPage> {
     const asEventId = isEventId(text);
-    const ids = asEventId ? [text] : await pipeline.eventIdsForRequest(text);
+    const ids = asEventId ? [text] : await eventIdsForRequest(pipeline, text, archive);
     const rows = (await Promise.all(ids.map(rowsOfEvent)))
       .flat()
       .filter((r) => matches(r, { ...query, state: query.state }));
     rows.sort((a, b) => b.receivedAt.localeCompare(a.receivedAt) || a.target.localeCompare(b.target));
-    return { by: asEventId ? 'event_id' : 'request_id', rows, scanned: rows.length };
+    const page: SearchPage = { by: asEventId ? 'event_id' : 'request_id', rows, scanned: rows.length };
+    return rows.some((r) => r.source === 'archive') ? { ...page, source: 'archive' } : page;
   }
 
   async function list(query: SearchQuery): Promise<SearchPage> {

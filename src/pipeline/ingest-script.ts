@@ -94,6 +94,8 @@ export interface Ingestion {
   eventId: string;
   /** Request-index buckets (request id -> event ids) to add the event id to, and when they expire. */
   index?: { expiresAtMs: number; entries: { key: string; requestId: string }[] };
+  /** With the archive on: its stream, and the record appended to it with whatever the script decides. */
+  archive?: { stream: string; record: string };
 }
 
 export type IngestScript = (
@@ -141,7 +143,14 @@ export function defineIngestScript(connection: RedisClient): IngestScript {
 }
 
 /** The script's keys and arguments, laid out as INGEST_LUA reads them. */
-async function scriptArgs({ adds, binding, dedup, eventId, index }: Ingestion): Promise<(string | Buffer | number)[]> {
+async function scriptArgs({
+  adds,
+  binding,
+  dedup,
+  eventId,
+  index,
+  archive,
+}: Ingestion): Promise<(string | Buffer | number)[]> {
   if (adds.length === 0) throw new Error('an ingestion adds at least one job');
   const entries = index?.entries ?? [];
   const keys: (string | Buffer)[] = [
@@ -194,6 +203,8 @@ async function scriptArgs({ adds, binding, dedup, eventId, index }: Ingestion): 
       argv.push('now', String(nowKeys.length), String(nowArgs.length), ...nowArgs);
     }
   }
+  if (archive) keys.push(archive.stream);
+  argv.push(archive?.record ?? '');
   return [keys.length, ...keys, ...argv];
 }
 

@@ -15,6 +15,8 @@ export interface PipelineOptions {
   replayTtlMs: number;
   /** Replicas that must confirm each ingest write (WAIT) before it is acknowledged. @defaultValue 0 */
   minReplicasAck: number;
+  /** Whether acknowledged notifications are appended to the archive stream (ARCHIVE_URL set). @defaultValue false */
+  archive?: boolean;
   /** The targets at start, each with a delivery queue (QueueRegistry.setTargets changes them later). */
   targets: readonly Target[];
 }
@@ -28,5 +30,6 @@ export function pipelineOptions(config: Config): PipelineOptions {
     replayTtlMs: 2 * config.timestampToleranceMs,
     minReplicasAck: config.redisMinReplicasAck,
     targets: config.targets,
+    archive: config.archive.url !== undefined,
   };
 }

@@ -5,13 +5,15 @@ import type { PipelineOptions } from './options';
 export { pipelineOptions, type PipelineOptions } from './options';
 import { createProducer, type PipelineObserver, type Producer } from './producer';
 import { createQueueRegistry, type QueueRegistry } from './queue-registry';
+import { createDeliveryEndRecorder, type RecordDeliveryEnd } from './archive-outcome';
 
 /**
- * The pipeline's three parts on one connection, built once per process by the entry point: the queue
- * registry (opens, closes and reconfigures queues), the producer (the only writer of jobs) and the
- * event lookup. Each caller declares the part it uses (`Pick<Producer, …>`, `QueueRegistry`, …).
+ * The pipeline's parts on one connection, built once per process by the entry point: the queue
+ * registry (opens, closes and reconfigures queues), the producer (the only writer of jobs), the
+ * event lookup, and the recorder of deliveries' ends for the archive. Each caller declares the part it
+ * uses (`Pick<Producer, …>`, `QueueRegistry`, …).
  */
-export type Pipeline = QueueRegistry & Producer & EventLookup;
+export type Pipeline = QueueRegistry & Producer & EventLookup & { recordDeliveryEnd: RecordDeliveryEnd };
 
 export function createPipeline(
   connection: RedisClient,
@@ -30,5 +32,6 @@ export function createPipeline(
     },
     observer,
   );
-  return { ...queues, ...producer, ...createEventLookup(queues, observer) };
+  const recordDeliveryEnd = createDeliveryEndRecorder(connection, options.prefix, options.archive === true);
+  return { ...queues, ...producer, ...createEventLookup(queues, observer), recordDeliveryEnd };
 }

@@ -20,6 +20,8 @@ import { ownKeys } from '../model/names';
 import type { DeliveryQueue, EventQueue, QuarantineQueue } from '../model/queues';
 import { requestIndexEntries } from './request-index';
 import { withTimeout } from '../redis/with-timeout';
+import type { Evidence } from '../model/archive';
+import { archiveRecordOf } from './archive-record';
 
 /**
  * accepted: newly queued; replay: its replay key (nonce, or legacy signature) was accepted before;
@@ -56,6 +58,8 @@ export interface ProducerSettings {
    */
   minReplicasAck: number;
   retention: Retention;
+  /** Whether acknowledged notifications are appended to the archive stream (ARCHIVE_URL set). @defaultValue false */
+  archive?: boolean;
 }
 
 export interface Producer {
@@ -64,12 +68,17 @@ export interface Producer {
    * delivery job per target that takes the event (or, when none does, the event job, kept for an
    * operator), and the request-id index.
    */
-  enqueueEvent(job: EventJob, replayKey: string): Promise<EnqueueResult>;
+  enqueueEvent(job: EventJob, replayKey: string, evidence?: Evidence): Promise<EnqueueResult>;
   /**
    * `bind: false` keeps a copy whose replay key is already bound elsewhere (a re-typed legacy
    * signature): the key is neither checked nor bound again. @defaultValue true
+   * With the archive on, `evidence` (which key verified it) goes into its archive record.
    */
-  enqueueQuarantine(job: QuarantineJob, replayKey: string, opts?: { bind?: boolean }): Promise<EnqueueResult>;
+  enqueueQuarantine(
+    job: QuarantineJob,
+    replayKey: string,
+    opts?: { bind?: boolean; evidence?: Evidence },
+  ): Promise<EnqueueResult>;
   /**
    * Plans the event's deliveries among `targets` (see routing/plan.ts) and writes them, after the
    * receipt: the fan-out of an event no target took then, and a resend's new delivery (`firstSeries`).
@@ -118,6 +127,17 @@ export function createProducer(
   observer: PipelineObserver = {},
 ): Producer {
   const ingest = defineIngestScript(connection);
+  const archiveStream = settings.archive ? ownKeys.archive(settings.prefix) : undefined;
+
+  /** The ingestion's archive part: the record, when the archive is on and the caller knows the evidence. */
+  function archiveOf(
+    job: EventJob | QuarantineJob,
+    evidence: Evidence | undefined,
+    opts: Parameters<typeof archiveRecordOf>[2],
+  ) {
+    if (archiveStream === undefined || evidence === undefined) return undefined;
+    return { stream: archiveStream, record: archiveRecordOf(job, evidence, opts) };
+  }
 
   /** The script's add of one planned delivery: ordered ones join their key's sequence (parked unless first). */
   function addOf({ target, job }: PlannedDelivery, queue: DeliveryQueue): AddTo {
@@ -186,7 +206,7 @@ export function createProducer(
     return decision.kind;
   }
 
-  async function enqueueEvent(event: EventJob, replayKey: string): Promise<EnqueueResult> {
+  async function enqueueEvent(event: EventJob, replayKey: string, evidence?: Evidence): Promise<EnqueueResult> {
     const eventQueue = queues.event(event.eventType);
     const { adds, filtered } = addsFor(event);
     const ingestion: Ingestion = {
@@ -200,6 +220,7 @@ export function createProducer(
       },
       eventId: event.eventId,
       index: requestIndexEntries(settings.prefix, event.payload, settings.dedupWindowMs),
+      archive: archiveOf(event, evidence, { filtered }),
     };
     const decision = await run(ingestion, () => eventQueue.waitUntilReady());
     if (decision.kind !== 'added') return refusalOf(decision);
@@ -210,7 +231,7 @@ export function createProducer(
   async function enqueueQuarantine(
     data: QuarantineJob,
     replayKey: string,
-    opts: { bind?: boolean } = {},
+    opts: { bind?: boolean; evidence?: Evidence } = {},
   ): Promise<EnqueueResult> {
     const jobId = jobIdFor(replayKey);
     // BullMQ's de-duplication in the quarantine queue decides: a quarantined notification keeps its
@@ -224,6 +245,7 @@ export function createProducer(
       adds: [{ queue: queues.quarantine, job }],
       binding: bindingOf(data, replayKey, opts.bind),
       eventId: data.eventId,
+      archive: archiveOf(data, opts.evidence, { quarantineJobId: jobId }),
     };
     const decision = await run(ingestion, () => queues.quarantine.waitUntilReady());
     if (decision.kind !== 'added') return refusalOf(decision);

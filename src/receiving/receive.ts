@@ -11,6 +11,9 @@ import { legacyTimestampMismatch } from '../signature/verify-legacy';
 import { REJECTION_CLASS, type RejectionClass, type RejectionReason, type Verified } from '../signature/result';
 import { parsePayload, type ParsedPayload } from './parse-payload';
 import type { NotifySpan } from '../tracing/tracing';
+import type { Evidence } from '../model/archive';
+import { keyIdentity } from '../signature/fingerprint';
+import { requestIdsOf } from '../pipeline/request-index';
 
 export interface ReceiveDeps {
   /** Verification in two steps: the headers before the body is read, then the body (see signature/check.ts). */
@@ -157,17 +160,18 @@ export async function receiveNotification(deps: ReceiveDeps, n: IncomingNotifica
   const received = receivedOf(n, verified, eventId, merchantId, utf8 ? text : n.body.toString('base64'), utf8);
   if (n.span) received.trace = n.span.traceparent;
 
+  const evidence = evidenceOf(verified, parsed.ok ? parsed.payload : undefined);
   let result: EnqueueResult;
   let reason: QuarantineReason | undefined;
   let errors: string[] | undefined;
   const redisSpan = n.span?.redis('ingest');
   try {
     if (parsed.ok && accepted) {
-      result = await deps.ingest.enqueueEvent(eventJob(received, parsed.payload), verified.replayKey);
+      result = await deps.ingest.enqueueEvent(eventJob(received, parsed.payload), verified.replayKey, evidence);
     } else {
       reason = parsed.ok ? 'not_accepted' : 'invalid';
       errors = parsed.ok ? [`does not match the ${verified.environment} environment's acceptance rule`] : parsed.errors;
-      result = await deps.ingest.enqueueQuarantine({ ...received, reason, errors }, verified.replayKey);
+      result = await deps.ingest.enqueueQuarantine({ ...received, reason, errors }, verified.replayKey, { evidence });
     }
     if (typeof result === 'object' && result.kind === 'signature_reused') {
       // One legacy signature verifies on every notify path (its string has no path): it serves the
@@ -177,6 +181,7 @@ export async function receiveNotification(deps: ReceiveDeps, n: IncomingNotifica
       const boundTo = result.boundTo;
       result = await deps.ingest.enqueueQuarantine({ ...received, reason, errors }, verified.replayKey, {
         bind: false,
+        evidence,
       });
       if (result === 'accepted') result = { kind: 'signature_reused', boundTo };
     }
@@ -235,6 +240,18 @@ export async function receiveNotification(deps: ReceiveDeps, n: IncomingNotifica
       deps.logger.debug('notification body', { eventId, body: deps.mask(parsed.payload) });
   }
   return { kind: 'acknowledged', outcome, eventId };
+}
+
+/** Which key verified the notification (and the body's request id), for the archive when it is on. */
+function evidenceOf(verified: Verified, payload: unknown): Evidence {
+  const { fingerprint, pem } = keyIdentity(verified.key);
+  const requestId = requestIdsOf(payload)[0];
+  return {
+    keyFingerprint: fingerprint,
+    keyPem: pem,
+    ...(verified.signedMerchantId !== undefined ? { signedMerchantId: verified.signedMerchantId } : {}),
+    ...(requestId !== undefined ? { requestId } : {}),
+  };
 }
 
 const NOT_UTF8: ParsedPayload = { ok: false, errors: ['body is not valid UTF-8'] };

@@ -1,3 +1,4 @@
+import type { KeyObject } from 'node:crypto';
 import type { SignatureScheme } from '../model/jobs';
 /** Why a notification was refused; also the `reason` label of the rejection counter. */
 export type RejectionReason =
@@ -42,6 +43,10 @@ export interface Verified {
   replayKey: string;
   /** The platform's signature headers as received, kept for pass-through forwarding. */
   signatureHeaders: Record<string, string>;
+  /** The public key that verified the signature (the archive keeps which one). */
+  key: KeyObject;
+  /** Legacy scheme: the merchant id signed into the string (the archive rebuilds the string from it). */
+  signedMerchantId?: string;
 }
 
 export interface Rejected {

@@ -11,17 +11,19 @@ export function verifyRsaSha256(data: Buffer, signature: Buffer, keys: readonly 
 
 /**
  * The environment whose key verifies the signature over the string `signed` builds for it (the
- * legacy string differs by environment: it holds the merchant id), or undefined when none does. At
- * most one RSA verification per configured key.
+ * legacy string differs by environment: it holds the merchant id), and that key; undefined when none
+ * does. At most one RSA verification per configured key (several are live during a rotation).
  */
 export function verifyingEnvironment<E extends VerifierEnvironment>(
   environments: readonly E[],
   signature: Buffer,
   signed: (environment: E) => Buffer | undefined,
-): E | undefined {
+): { environment: E; key: KeyObject } | undefined {
   for (const environment of environments) {
     const data = signed(environment);
-    if (data !== undefined && verifyRsaSha256(data, signature, environment.keys)) return environment;
+    if (data === undefined) continue;
+    const key = environment.keys.find((k) => verify('sha256', data, k, signature));
+    if (key) return { environment, key };
   }
   return undefined;
 }

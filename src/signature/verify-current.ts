@@ -124,8 +124,9 @@ export function verifyCurrentBody(checked: CurrentHeaders, req: SignedRequest, o
     return reject('timestamp_outside_window', `${namesOf(opts.headerPrefix).timestamp} is outside the allowed window`);
   }
   const data = currentStringToSign(req.method, req.target, checked.timestamp, checked.nonce, req.body);
-  const environment = verifyingEnvironment(opts.environments, checked.signature, () => data);
-  if (!environment) return reject('bad_signature', 'signature does not verify');
+  const verifying = verifyingEnvironment(opts.environments, checked.signature, () => data);
+  if (!verifying) return reject('bad_signature', 'signature does not verify');
+  const { environment, key } = verifying;
   const name = namesOf(opts.headerPrefix);
   const appId = checked.signatureHeaders[name.appId];
   if (appId !== undefined && environment.appId !== undefined && appId !== environment.appId) {
@@ -139,5 +140,6 @@ export function verifyCurrentBody(checked: CurrentHeaders, req: SignedRequest, o
     timestamp: checked.timestampMs,
     replayKey: checked.nonce,
     signatureHeaders: checked.signatureHeaders,
+    key,
   };
 }

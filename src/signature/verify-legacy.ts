@@ -58,10 +58,11 @@ export function verifyLegacyBody(checked: LegacyHeaders, req: SignedRequest, opt
   if (Math.abs(req.nowMs - found.timestamp) > opts.toleranceMs) {
     return reject('timestamp_outside_window', 'body timestamp is outside the allowed window');
   }
-  const environment = verifyingEnvironment(opts.environments, checked.signature, (e) =>
+  const verifying = verifyingEnvironment(opts.environments, checked.signature, (e) =>
     e.merchantId === undefined ? undefined : legacyStringToSign(e.merchantId, found.timestamp, req.body),
   );
-  if (!environment) return reject('bad_signature', 'signature does not verify');
+  if (!verifying) return reject('bad_signature', 'signature does not verify');
+  const { environment, key } = verifying;
   return {
     ok: true,
     scheme: 'legacy',
@@ -69,6 +70,8 @@ export function verifyLegacyBody(checked: LegacyHeaders, req: SignedRequest, opt
     timestamp: found.timestamp,
     replayKey: legacyReplayKey(checked.signature),
     signatureHeaders: checked.signatureHeaders,
+    key,
+    signedMerchantId: environment.merchantId,
   };
 }
 

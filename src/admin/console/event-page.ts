@@ -128,6 +128,16 @@ function deliverySection(eventId: string, d: DeliveryDetail, canAct: boolean): H
   </section>`;
 }
 
+/** The first facts of an event page, live or archived: its type, when it was received, its environment. */
+export function receiptFacts(e: Pick<EventDetail, 'eventType' | 'receivedAt' | 'environment'>): Html {
+  return html`<dt>Type</dt>
+    <dd>${e.eventType}</dd>
+    <dt>Received (UTC)</dt>
+    <dd>${time(e.receivedAt)}</dd>
+    <dt>Environment</dt>
+    <dd>${e.environment ?? '—'}</dd>`;
+}
+
 /**
  * One event's story: its receipt, the payload (masked) and, for every target, its state and every attempt of every
  * series.
@@ -140,12 +150,7 @@ export function eventPage(e: EventDetail, canAct: boolean, done: string | undefi
   return html`<h1>Event <span class="mono">${e.eventId}</span></h1>
     ${done ? html`<p class="notice" role="status">${done}</p>` : ''}
     <dl class="facts">
-      <dt>Type</dt>
-      <dd>${e.eventType}</dd>
-      <dt>Received (UTC)</dt>
-      <dd>${time(e.receivedAt)}</dd>
-      <dt>Environment</dt>
-      <dd>${e.environment ?? '—'}</dd>
+      ${receiptFacts(e)}
       <dt>Nonce</dt>
       <dd class="mono">${e.nonce ?? '— (legacy scheme: the replay key is a hash of the signature)'}</dd>
       <dt>Copies after the first</dt>

@@ -20,6 +20,10 @@ import { eventPage } from './event-page';
 import { expectationsPage } from './expectations-page';
 import { isExpectationState } from '../../reconciliation/expectation';
 import type { Expectations } from '../../reconciliation/expectations';
+import { archivedEventPage } from './archived-page';
+import { findEvent } from '../../operations/event-lookup';
+import { EVIDENCE_FILES } from '../../archive/export';
+import type { ArchiveHistory } from '../../archive/history';
 import { CONSOLE_PATH, html, layout, type Html, type PageContext } from './html';
 import { searchPage, type SearchForm } from './search-page';
 import { targetsPage } from './targets-page';
@@ -38,6 +42,8 @@ export interface ConsoleDeps {
   environments: readonly string[];
   logger: Logger;
   csrf?: Csrf;
+  /** The evidence archive's history: events Redis has forgotten, and their evidence files. */
+  archive?: ArchiveHistory;
 }
 
 /**
@@ -72,7 +78,7 @@ const text = (v: unknown): string => (typeof v === 'string' ? v : '');
 export function consoleRouter(deps: ConsoleDeps): Router {
   const router = Router();
   const csrf = deps.csrf ?? createCsrf();
-  const search = createEventSearch(deps.pipeline);
+  const search = createEventSearch(deps.pipeline, deps.archive);
   const context = (req: Request): PageContext => ({
     principal: principalOf(req),
     role: roleOf(req),
@@ -161,8 +167,19 @@ export function consoleRouter(deps: ConsoleDeps): Router {
     });
   });
 
+  router.get('/events/:eventId/evidence/:file', async (req, res) => {
+    const file = EVIDENCE_FILES.find((f) => f === req.params.file);
+    if (!deps.archive || !file) return refuse(req, res, 404, 'No such file', 'No such evidence file.');
+    const { files } = await deps.archive.evidence(req.params.eventId);
+    res.setHeader('content-type', file === 'evidence.json' ? 'application/json' : 'application/octet-stream');
+    res.setHeader('content-disposition', `attachment; filename="${file}"`);
+    res.send(files[file]);
+  });
+
   router.get('/events/:eventId', async (req, res) => {
     const detail = await eventDetail(deps.pipeline, req.params.eventId, deps.mask);
+    const archived = detail ? undefined : await findEvent(deps.pipeline, req.params.eventId, deps.mask, deps.archive);
+    if (archived) return send(req, res, `Event ${archived.eventId}`, 'events', archivedEventPage(archived));
     if (!detail)
       return refuse(
         req,

@@ -1,6 +1,6 @@
 import { EVENT_TYPES } from '../../model/event-table';
 import { DELIVERY_STATES, DELIVERY_STATE_LABELS } from '../../operations/delivery-state';
-import type { SearchPage, SearchQuery } from '../../operations/event-search';
+import type { SearchPage, SearchQuery, SearchRow } from '../../operations/event-search';
 import type { Expectation } from '../../reconciliation/expectation';
 import { expectationsTable } from './expectations-page';
 import { badge, CONSOLE_PATH, html, query, time, type Html } from './html';
@@ -60,6 +60,11 @@ function searchForm(form: SearchForm, environments: readonly string[], targets: 
   </form>`;
 }
 
+/** A row the archive told, marked as such. */
+function fromArchive(r: SearchRow): Html | '' {
+  return r.source === 'archive' ? html` <span class="badge" data-source="archive">archive</span>` : '';
+}
+
 function stateLabel(state: string): string {
   return state in DELIVERY_STATE_LABELS ? DELIVERY_STATE_LABELS[state as keyof typeof DELIVERY_STATE_LABELS] : state;
 }
@@ -87,11 +92,13 @@ export function searchPage(
       : page?.by === 'event_id'
         ? `by event id ${text}`
         : 'newest first, by last change';
+  const archiveNote =
+    page?.source === 'archive' ? '; rows marked archive come from the archive (Redis no longer holds them)' : '';
   const table = rows.length
     ? html`<div class="table-wrap">
         <table>
           <caption class="muted">
-            ${rows.length} ${rows.length === 1 ? 'delivery' : 'deliveries'} ${caption}
+            ${rows.length} ${rows.length === 1 ? 'delivery' : 'deliveries'} ${caption}${archiveNote}
           </caption>
           <thead>
             <tr>
@@ -117,7 +124,7 @@ export function searchPage(
                   <td>${r.eventType}</td>
                   <td>${r.environment ?? ''}</td>
                   <td>${r.target || html`<span class="muted">none</span>`}</td>
-                  <td>${badge(r.state, stateLabel(r.state))}</td>
+                  <td>${badge(r.state, stateLabel(r.state))}${fromArchive(r)}</td>
                   <td>${r.attempts}</td>
                 </tr>`,
             )}

@@ -1,6 +1,7 @@
 import { Router } from 'express';
 import { z } from 'zod';
-import { findEvent } from '../../operations/event-lookup';
+import { eventIdsForRequest, findEvent } from '../../operations/event-lookup';
+import type { ArchiveHistory } from '../../archive/history';
 import type { Recovery } from '../../operations/recovery';
 import type { EventLookup } from '../../pipeline/lookup';
 import { actorOf } from '../audit';
@@ -11,6 +12,8 @@ export function eventRoutes(
   pipeline: Parameters<typeof findEvent>[0] & Pick<EventLookup, 'eventIdsForRequest'>,
   mask: (p: unknown) => unknown,
   recovery: Recovery,
+  /** Asked when Redis no longer holds an event (`"source": "archive"`), and for request ids. */
+  archive?: ArchiveHistory,
 ): Router {
   const router = Router();
   router.post('/:eventId/resend', async (req, res) => {
@@ -22,11 +25,13 @@ export function eventRoutes(
     res.json(await recovery.resendEvent(actorOf(req), req.params.eventId, body.data.target));
   });
   router.get('/:eventId', async (req, res) => {
-    const event = await findEvent(pipeline, req.params.eventId, mask);
+    const event = await findEvent(pipeline, req.params.eventId, mask, archive);
     if (!event)
       return void res.status(404).json({
         error: 'not_found',
-        message: `no event ${req.params.eventId} (unknown, or past the de-duplication window)`,
+        message:
+          `no event ${req.params.eventId} ` +
+          `(unknown, or past the de-duplication window${archive ? ' and not archived' : ''})`,
       });
     res.json(event);
   });
@@ -34,8 +39,8 @@ export function eventRoutes(
     const requestId = req.query.requestId;
     if (typeof requestId !== 'string' || !requestId)
       return void res.status(400).json({ error: 'bad_query', message: 'give ?requestId=<the platform request_id>' });
-    const ids = await pipeline.eventIdsForRequest(requestId);
-    const events = await Promise.all(ids.map((id) => findEvent(pipeline, id, mask)));
+    const ids = await eventIdsForRequest(pipeline, requestId, archive);
+    const events = await Promise.all(ids.map((id) => findEvent(pipeline, id, mask, archive)));
     res.json({ requestId, events: events.filter((e) => e !== undefined) });
   });
   return router;

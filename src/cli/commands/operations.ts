@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { createMasker } from '../../logging/mask';
-import { findEvent, type EventCopies } from '../../operations/event-lookup';
+import { eventIdsForRequest, findEvent, type EventCopies } from '../../operations/event-lookup';
+import { withArchiveIfSet } from './archive';
 import { CorrectionsDisabledError, createQuarantine } from '../../operations/quarantine';
 import { summariseQueues } from '../../monitoring/queue-summary';
 import { createBlockedKeys } from '../../operations/blocked-keys';
@@ -68,66 +69,74 @@ export function eventCommand(ctx: OperatorContext, args: string[]): Promise<numb
     allowPositionals: true,
     options: { 'request-id': { type: 'string' } },
   });
-  return withQueues(config, async (pipeline) => {
-    const mask = createMasker(config.sensitiveFields);
-    const ids = values['request-id'] ? await pipeline.eventIdsForRequest(values['request-id']) : positionals;
-    if (ids.length === 0) throw new Error('give an event id, or --request-id <platform request_id>');
-    let missing = 0;
-    for (const id of ids) {
-      const event = await findEvent(pipeline, id, mask);
-      if (!event) {
-        out(`${id}: not found`);
-        missing++;
-        continue;
-      }
-      out(
-        `${event.eventId}  ${event.eventType}  ${event.environment ?? ''}  received ${event.receivedAt}  in ` +
-          `${event.queue} (${event.state})`,
-      );
-      if (event.traceId) out(`  trace ${event.traceId}`);
-      if (event.copies) out(`  ${copiesLine(event.copies)}`);
-      if (event.corrected) out('  corrected: its body was replaced by an operator; the platform did not sign it');
-      if (event.errors) out(`  quarantined: ${event.errors.join('; ')}`);
-      out(
-        formatTable(
-          ['TARGET', 'STATE', 'ATTEMPTS', 'DELIVERED AT', 'LAST ERROR'],
-          // The last error of the current series: one a replay or resend has since put right is in the story below.
-          event.deliveries.map((d) => [
-            d.target,
-            d.state,
-            d.attemptsMade,
-            d.deliveredAt,
-            d.unreadable ??
-              d.series
-                .at(-1)
-                ?.attempts.filter((a) => a.outcome === 'failed')
-                .at(-1)?.error,
-          ]),
-        ),
-      );
-      const attempts = event.deliveries.flatMap((d) => d.attempts);
-      if (attempts.length) {
-        // One row per series start (what started it, who, when), then its attempts, numbered within it.
-        const rows = event.deliveries.flatMap((d) =>
-          d.series.flatMap((s) => [
-            [d.target, `${s.n}`, s.at, `series ${s.n}: ${s.trigger}`, '', '', '', `by ${s.by}`],
-            ...s.attempts.map((a) => [
-              a.target ?? d.target,
-              `${s.n}.${a.attempt}`,
-              a.at,
-              a.outcome,
-              'status' in a ? a.status : '',
-              'errorClass' in a ? a.errorClass : '',
-              a.latencyMs === undefined ? '' : `${a.latencyMs} ms`,
-              'responseExcerpt' in a ? a.responseExcerpt?.replace(/\s+/g, ' ').slice(0, 60) : '',
-            ]),
-          ]),
+  return withQueues(config, (pipeline) =>
+    withArchiveIfSet(ctx, async (archive) => {
+      const mask = createMasker(config.sensitiveFields);
+      const requestId = values['request-id'];
+      const ids = requestId ? await eventIdsForRequest(pipeline, requestId, archive) : positionals;
+      if (ids.length === 0) throw new Error('give an event id, or --request-id <platform request_id>');
+      let missing = 0;
+      for (const id of ids) {
+        const event = await findEvent(pipeline, id, mask, archive);
+        if (!event) {
+          out(`${id}: not found`);
+          missing++;
+          continue;
+        }
+        out(
+          `${event.eventId}  ${event.eventType}  ${event.environment ?? ''}  received ${event.receivedAt}  in ` +
+            `${event.queue} (${event.state})`,
         );
-        out(formatTable(['TARGET', '#', 'AT', 'OUTCOME', 'STATUS', 'CLASS', 'LATENCY', 'ANSWER'], rows));
+        if (event.archived)
+          out(
+            `  from the archive (Redis no longer holds it): row ${event.archived.id}, ` +
+              `${event.archived.outcome}, ${event.archived.receipts} receipt(s)`,
+          );
+        if (event.traceId) out(`  trace ${event.traceId}`);
+        if (event.copies) out(`  ${copiesLine(event.copies)}`);
+        if (event.corrected) out('  corrected: its body was replaced by an operator; the platform did not sign it');
+        if (event.errors) out(`  quarantined: ${event.errors.join('; ')}`);
+        out(
+          formatTable(
+            ['TARGET', 'STATE', 'ATTEMPTS', 'DELIVERED AT', 'LAST ERROR'],
+            // The last error of the current series: one a replay or resend has since put right is in the story below.
+            event.deliveries.map((d) => [
+              d.target,
+              d.state,
+              d.attemptsMade,
+              d.deliveredAt,
+              d.unreadable ??
+                d.series
+                  .at(-1)
+                  ?.attempts.filter((a) => a.outcome === 'failed')
+                  .at(-1)?.error,
+            ]),
+          ),
+        );
+        const attempts = event.deliveries.flatMap((d) => d.attempts);
+        if (attempts.length) {
+          // One row per series start (what started it, who, when), then its attempts, numbered within it.
+          const rows = event.deliveries.flatMap((d) =>
+            d.series.flatMap((s) => [
+              [d.target, `${s.n}`, s.at, `series ${s.n}: ${s.trigger}`, '', '', '', `by ${s.by}`],
+              ...s.attempts.map((a) => [
+                a.target ?? d.target,
+                `${s.n}.${a.attempt}`,
+                a.at,
+                a.outcome,
+                'status' in a ? a.status : '',
+                'errorClass' in a ? a.errorClass : '',
+                a.latencyMs === undefined ? '' : `${a.latencyMs} ms`,
+                'responseExcerpt' in a ? a.responseExcerpt?.replace(/\s+/g, ' ').slice(0, 60) : '',
+              ]),
+            ]),
+          );
+          out(formatTable(['TARGET', '#', 'AT', 'OUTCOME', 'STATUS', 'CLASS', 'LATENCY', 'ANSWER'], rows));
+        }
       }
-    }
-    return missing ? 1 : 0;
-  });
+      return missing ? 1 : 0;
+    }),
+  );
 }
 
 /** `quarantine list` and `quarantine replay <id> [--body FILE]`. */

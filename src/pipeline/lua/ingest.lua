@@ -21,6 +21,10 @@
   (another event id) is counted on neither event (this script cannot reach the first event's keys).
   A binding written before the event id was part of it (no space) is not counted either.
 
+  With the archive on, every acknowledging decision (added, duplicate, conflict, replay) also appends
+  the producer's archive record to the archive stream, with the decision and the first job id: the
+  record is stored with the jobs or not at all, so the archive misses nothing that was acknowledged.
+
   KEYS: [1] the replay key; [2] our de-duplication record, the replay key again when BullMQ's own
   de-duplication (in the add's options) decides; [3] the event's copies hash (the replay key again
   when [2] is not ours); [4..3 + buckets] the request-index buckets; then for each add: (ordered only:
@@ -33,7 +37,8 @@
   record holds: `m:` and the event's `X-Merch-Id`, so a later copy under another one is a conflict,
   not a duplicate; [11..10 + buckets] each bucket's request id; then for each add: its mode ('now'
   or 'ordered'), its number of keys and of arguments (ordered: then the parked variant's), its
-  arguments (ordered: then the parked variant's).
+  arguments (ordered: then the parked variant's). Last of all: ARGV[#ARGV] the archive record ('' when
+  the archive is off), and then KEYS[#KEYS] is the archive stream.
 ]]
 
 local function bullAdd(KEYS, ARGV)
@@ -46,6 +51,11 @@ local binds = ARGV[3] ~= '-'
 local own = ARGV[4] == '1'
 local eventId = ARGV[6]
 local binding = ARGV[1] .. ' ' .. eventId
+local archiveRecord = ARGV[#ARGV]
+local function archive(decision, jobId)
+  if archiveRecord == '' then return end
+  redis.call('XADD', KEYS[#KEYS], '*', 'd', decision, 'j', jobId or '', 'r', archiveRecord)
+end
 -- A later copy: counted in the copies hash, which expires with the record.
 local function countCopy(field)
   local ttl = redis.call('PTTL', KEYS[2])
@@ -62,14 +72,19 @@ if binds then
     local boundType = space and string.sub(bound, 1, space - 1) or bound
     if ARGV[3] == '1' and boundType ~= ARGV[1] then return {'signature_reused', boundType} end
     if own and space and string.sub(bound, space + 1) == eventId then countCopy('replays') end
+    archive('replay')
     return {'replay'}
   end
 end
 if own and redis.call('EXISTS', KEYS[2]) > 0 then
   if binds then redis.call('SET', KEYS[1], binding, 'PX', ARGV[2]) end
   local first = redis.call('GET', KEYS[2])
-  if first and string.sub(first, 1, 2) == 'm:' and first ~= ARGV[10] then return {'conflict', string.sub(first, 3)} end
+  if first and string.sub(first, 1, 2) == 'm:' and first ~= ARGV[10] then
+    archive('conflict')
+    return {'conflict', string.sub(first, 3)}
+  end
   countCopy('duplicates')
+  archive('duplicate')
   return {'duplicate'}
 end
 local buckets = tonumber(ARGV[8])
@@ -115,4 +130,5 @@ for i = 1, buckets do
   redis.call('PEXPIREAT', key, ARGV[7])
 end
 if binds then redis.call('SET', KEYS[1], binding, 'PX', ARGV[2]) end
+archive('added', first)
 return {'added', first or ''}

@@ -1,0 +1,100 @@
+import { createHash } from 'node:crypto';
+import {
+  ARCHIVE_DELIVERY,
+  type ArchiveDecision,
+  type ArchiveRecord,
+  type DeliveryOutcomeRecord,
+} from '../model/archive';
+import type { NotificationFacts } from './chain';
+
+/** One entry of the archive stream: its id and fields (`d` decision, `j` job id, `r` record). */
+export interface StreamEntry {
+  id: string;
+  fields: Record<string, string>;
+}
+
+/** A notification row before its place in a chain is known. */
+export type NewNotification = Omit<NotificationFacts, 'month' | 'seq'> & { keyPem: string };
+
+export interface Replay {
+  entryId: string;
+  scheme: string;
+  replayKey: string;
+  seenAt: Date;
+}
+
+/** What a batch of stream entries asks of the archive, sorted by kind, in stream order. */
+export interface SortedEntries {
+  notifications: NewNotification[];
+  replays: Replay[];
+  deliveries: DeliveryOutcomeRecord[];
+  /** Entries that are none of these (written by something else): counted and dropped. */
+  unreadable: string[];
+}
+
+/**
+ * A notification row is one request: its replay key, path and receipt time name it, so writing the
+ * same stream entry again (after a crash before its acknowledgement) finds the row already there.
+ */
+export function recordKeyOf(r: Pick<ArchiveRecord, 'scheme' | 'replayKey' | 'path' | 'receivedAt'>): string {
+  return createHash('sha256').update([r.scheme, r.replayKey, r.path, r.receivedAt].join('\0')).digest('hex');
+}
+
+/** The archived outcome: what the platform was answered and why, from the record and the script's decision. */
+export function outcomeOf(record: ArchiveRecord, decision: ArchiveDecision, jobId: string): string {
+  if (decision === 'duplicate' || decision === 'conflict') return decision;
+  if (record.kind === 'event') return 'accepted';
+  // A quarantine job id other than this request's own: the event was quarantined before.
+  if (jobId !== '' && jobId !== record.jobId) return 'duplicate';
+  return record.reason === 'not_accepted' ? 'not_accepted' : 'quarantined';
+}
+
+export function sortEntries(entries: readonly StreamEntry[]): SortedEntries {
+  const sorted: SortedEntries = { notifications: [], replays: [], deliveries: [], unreadable: [] };
+  for (const { id, fields } of entries) {
+    try {
+      const decision = fields.d;
+      const json = fields.r;
+      if (json === undefined) throw new Error('no record');
+      if (decision === ARCHIVE_DELIVERY) {
+        sorted.deliveries.push(JSON.parse(json) as DeliveryOutcomeRecord);
+      } else if (decision === 'replay') {
+        const r = JSON.parse(json) as ArchiveRecord;
+        sorted.replays.push({ entryId: id, scheme: r.scheme, replayKey: r.replayKey, seenAt: new Date(r.receivedAt) });
+      } else if (decision === 'added' || decision === 'duplicate' || decision === 'conflict') {
+        const r = JSON.parse(json) as ArchiveRecord;
+        sorted.notifications.push(notificationOf(r, decision, fields.j ?? ''));
+        if (decision === 'added')
+          for (const target of r.filtered ?? [])
+            sorted.deliveries.push({ eventId: r.eventId, target, state: 'filtered', attempts: 0, at: r.receivedAt });
+      } else {
+        throw new Error(`unknown decision ${String(decision)}`);
+      }
+    } catch {
+      sorted.unreadable.push(id);
+    }
+  }
+  return sorted;
+}
+
+function notificationOf(r: ArchiveRecord, decision: ArchiveDecision, jobId: string): NewNotification {
+  return {
+    recordKey: recordKeyOf(r),
+    receivedAt: new Date(r.receivedAt),
+    eventId: r.eventId,
+    eventType: r.eventType,
+    environment: r.environment,
+    scheme: r.scheme,
+    path: r.path,
+    headers: r.headers,
+    body: Buffer.from(r.body, 'base64'),
+    signedTimestamp: r.timestamp,
+    signedMerchantId: r.signedMerchantId ?? null,
+    replayKey: r.replayKey,
+    keyFingerprint: r.keyFingerprint,
+    keyPem: r.keyPem,
+    outcome: outcomeOf(r, decision, jobId),
+    reason: r.kind === 'quarantine' ? (r.reason ?? 'invalid') : null,
+    requestId: r.requestId ?? null,
+  };
+}

@@ -1,0 +1,59 @@
+import type { QuarantineReason, SignatureScheme } from './jobs';
+
+/** Which key verified a notification, and how the legacy string was signed: what the archive needs beyond the job. */
+export interface Evidence {
+  /** SHA-256 (hex) of the DER (SPKI) encoding of the public key that verified it. */
+  keyFingerprint: string;
+  /** That key as PEM, so the archive holds it even after a rotation took it out of the configuration. */
+  keyPem: string;
+  /** Legacy scheme: the merchant id signed into the string. */
+  signedMerchantId?: string;
+  /** The body's `request_id` (top level, else `data.request_id`), when it parsed and has one. */
+  requestId?: string;
+}
+
+/**
+ * One acknowledged notification as the ingest script appends it to the archive stream (JSON), beside
+ * the script's decision: everything the archive row holds, taken from the job and the evidence.
+ */
+export interface ArchiveRecord extends Evidence {
+  kind: 'event' | 'quarantine';
+  eventId: string;
+  eventType: string;
+  environment: string;
+  scheme: SignatureScheme;
+  path: string;
+  /** The replay key: the nonce, or `sig:<sha256>` of a legacy signature. */
+  replayKey: string;
+  /** The signed timestamp, ms. */
+  timestamp: number;
+  receivedAt: string;
+  /** The body as received, Base64. */
+  body: string;
+  /** Every header the signature covers, plus `content-type` and `x-merch-id` when present. */
+  headers: Record<string, string>;
+  reason?: QuarantineReason;
+  /** Quarantine: the job id a new one gets; another one in the decision means the event was quarantined before. */
+  jobId?: string;
+  /** The subscribed targets whose filter left the event out at receipt: their delivery ended there. */
+  filtered?: string[];
+}
+
+/** What the ingest script decided for a record (`added` carries the first job id). */
+export type ArchiveDecision = 'added' | 'duplicate' | 'conflict' | 'replay';
+
+/** How a delivery ended, as the archive keeps it. */
+export type DeliveryEnd = 'delivered' | 'dead_lettered' | 'discarded' | 'filtered' | 'dropped';
+
+/** A delivery's final state, appended to the archive stream by whoever ended it. */
+export interface DeliveryOutcomeRecord {
+  eventId: string;
+  target: string;
+  state: DeliveryEnd;
+  attempts: number;
+  /** When it ended (ISO 8601). */
+  at: string;
+}
+
+/** The archive stream's entry fields: `d` the decision (or `delivery`), `j` a job id, `r` the record's JSON. */
+export const ARCHIVE_DELIVERY = 'delivery';

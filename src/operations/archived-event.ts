@@ -1,0 +1,68 @@
+import { isUtf8 } from 'node:buffer';
+import type { ArchivedEvent } from '../archive/history';
+import type { EventView } from './event-lookup';
+
+/** The archive's own facts of an event shown from it. */
+export interface ArchivedFacts {
+  /** The first receipt's row, `YYYY-MM/seq`. */
+  id: string;
+  outcome: string;
+  scheme: string;
+  keyFingerprint: string;
+  /** Requests that carried it: its rows (the first receipt and later duplicates) and their replays. */
+  receipts: number;
+  rows: number;
+  lastSeen: string;
+}
+
+/**
+ * An event Redis has forgotten, from the archive: the first receipt's facts and body (masked like a
+ * live event's payload; a body that is not JSON is shown as its size), and each target's final
+ * delivery state with its attempts. Attempt-by-attempt history stays in Redis only.
+ */
+export function archivedView({ rows, deliveries }: ArchivedEvent, mask: (p: unknown) => unknown): EventView {
+  const first = rows[0]!;
+  const merchantId = first.headers['x-merch-id'];
+  return {
+    source: 'archive',
+    archived: {
+      id: first.id,
+      outcome: first.outcome,
+      scheme: first.scheme,
+      keyFingerprint: first.keyFingerprint,
+      receipts: rows.reduce((n, r) => n + r.receipts, 0),
+      rows: rows.length,
+      lastSeen: new Date(Math.max(...rows.map((r) => r.lastSeen.getTime()))).toISOString(),
+    },
+    eventId: first.eventId,
+    queue: 'archive',
+    jobId: first.id,
+    state: 'archived',
+    eventType: first.eventType,
+    receivedAt: first.receivedAt.toISOString(),
+    path: first.path,
+    ...(merchantId !== undefined ? { merchantId } : {}),
+    environment: first.environment,
+    ...(first.reason !== null ? { quarantineReason: first.reason } : {}),
+    payload: payloadOf(first.body, mask),
+    deliveries: deliveries.map((d) => ({
+      target: d.target,
+      state: d.state,
+      attemptsMade: d.attempts,
+      ...(d.state === 'delivered' ? { deliveredAt: d.endedAt } : {}),
+      endedAt: d.endedAt,
+      failedAttempts: [],
+      attempts: [],
+      series: [],
+    })),
+  };
+}
+
+function payloadOf(body: Buffer, mask: (p: unknown) => unknown): unknown {
+  if (!isUtf8(body)) return `(${body.length} bytes, not UTF-8)`;
+  try {
+    return mask(JSON.parse(body.toString('utf8')));
+  } catch {
+    return `(${body.length} bytes, not JSON)`;
+  }
+}

@@ -1,0 +1,35 @@
+import type { ArchiveRecord, Evidence } from '../model/archive';
+import type { EventJob, QuarantineJob } from '../model/jobs';
+
+/**
+ * The archive record of a notification (see model/archive.ts), as JSON: the headers the signature
+ * covers with the content type and `X-Merch-Id`, and the body as Base64. A quarantined one names the job id a new
+ * quarantine job gets; an event, the targets its filters left out.
+ */
+export function archiveRecordOf(
+  job: EventJob | QuarantineJob,
+  evidence: Evidence,
+  { quarantineJobId, filtered = [] }: { quarantineJobId?: string; filtered?: readonly string[] } = {},
+): string {
+  const headers: Record<string, string> = { ...job.signatureHeaders };
+  if (job.contentType !== undefined) headers['content-type'] = job.contentType;
+  if (job.merchantId !== undefined) headers['x-merch-id'] = job.merchantId;
+  const record: ArchiveRecord = {
+    ...evidence,
+    kind: quarantineJobId === undefined ? 'event' : 'quarantine',
+    eventId: job.eventId,
+    eventType: job.eventType,
+    environment: job.environment,
+    scheme: job.scheme,
+    path: job.path,
+    replayKey: job.nonce,
+    timestamp: job.timestamp,
+    receivedAt: job.receivedAt,
+    body: job.rawBodyEncoding === 'base64' ? job.rawBody : Buffer.from(job.rawBody, 'utf8').toString('base64'),
+    headers,
+    ...('reason' in job ? { reason: job.reason ?? 'invalid' } : {}),
+    ...(quarantineJobId !== undefined ? { jobId: quarantineJobId } : {}),
+    ...(filtered.length > 0 ? { filtered: [...filtered] } : {}),
+  };
+  return JSON.stringify(record);
+}
