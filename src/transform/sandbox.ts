@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
+import { ServiceError } from '../model/errors';
 import type { TransformEventMeta, ThreadAnswer, ThreadCall, ThreadData, ThreadStart, TransformFault } from './protocol';
 
 /** QuickJS's heap per transform: a transform that needs more fails (`memory`). */
@@ -38,14 +39,15 @@ export interface TransformCode {
   file: string;
 }
 
-/** A transform that failed: the delivery fails for good (a retry would fail again). */
-export class TransformError extends Error {
+/** A transform that failed: the delivery fails for good (a retry would fail again); 422 where an operator asked. */
+export class TransformError extends ServiceError {
+  readonly code = 'transform_error';
+  readonly status = 422;
   constructor(
     readonly fault: TransformFault,
     readonly file: string,
   ) {
     super(`${fault.message}${fault.line !== undefined ? ` (${file} line ${fault.line})` : ` (${file})`}`);
-    this.name = 'TransformError';
   }
 }
 
