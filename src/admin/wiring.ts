@@ -5,7 +5,7 @@ import type { Logger } from '../logging/logger';
 import { createMasker } from '../logging/mask';
 import { registerOrderingMetrics } from '../monitoring/ordering-metrics';
 import { registerQueueMetrics } from '../monitoring/queue-metrics';
-import { checkRedisDurability } from '../monitoring/redis-durability';
+import { checkRedisDurability, durabilityRisks, type DurabilityRisk } from '../monitoring/redis-durability';
 import { createDeadLetters } from '../operations/dead-letters';
 import { createQuarantine } from '../operations/quarantine';
 import type { Reloader } from '../operations/reload';
@@ -28,14 +28,16 @@ export function wireAdmin(
   const redis = pipeline.redis;
   const queueMetrics = registerQueueMetrics(registry, pipeline, logger);
   registerOrderingMetrics(registry, pipeline);
+  let risks: DurabilityRisk[] | undefined;
   const checkDurability = () =>
     checkRedisDurability(redis).then(
-      (d) => {
-        queueMetrics.recordDurability(d);
-        if (d.risks.length) {
+      (nodes) => {
+        risks = durabilityRisks(nodes);
+        queueMetrics.recordDurability(risks);
+        if (risks.length) {
           logger.warn(
             'Redis can lose acknowledged events: use maxmemory-policy noeviction and enable persistence (AOF)',
-            { ...d },
+            { risks, nodes },
           );
         }
       },
@@ -60,6 +62,7 @@ export function wireAdmin(
     environments: environmentNames(config),
     redis,
     pipeline,
+    durabilityRisks: () => risks,
     deadLetters: createDeadLetters(pipeline),
     quarantine: createQuarantine(pipeline, { allowCorrections: config.adminAllowCorrections, logger }),
     targets: createTargetControl(pipeline),
