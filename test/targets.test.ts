@@ -2,8 +2,8 @@ import { createServer as createHttpServer, type Server, type ServerResponse } fr
 import { createServer as createTcpServer, type Server as TcpServer, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { Agent } from 'undici';
-import { attemptDelivery, PermanentDeliveryError } from '../src/forwarding/attempt';
-import { TransientDeliveryError } from '../src/forwarding/backoff';
+import { attemptDelivery } from '../src/forwarding/attempt';
+import { PermanentDeliveryError, TransientDeliveryError } from '../src/forwarding/delivery-errors';
 import { targetSchema, type Target } from '../src/model/target-schema';
 import { buildForwarding } from './support/forwarding-harness';
 import { FakePlatform } from './support/platform';
@@ -110,7 +110,7 @@ describe('one delivery attempt', () => {
     expect(result.ms).toBeLessThan(timeoutMs + SLACK_MS);
     // The status arrived in time and stands; the excerpt is what trickled in before the deadline.
     expect(result.error).toBeInstanceOf(TransientDeliveryError);
-    expect(result.error).toMatchObject({ status: 503, responseExcerpt: expect.stringMatching(/^x{1,20}$/) });
+    expect(result.error).toMatchObject({ targetStatus: 503, responseExcerpt: expect.stringMatching(/^x{1,20}$/) });
   });
 
   it('ends by the target timeout when the headers trickle one byte per 100 ms', async () => {

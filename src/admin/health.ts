@@ -3,7 +3,7 @@ import type { RedisClient } from '../redis/connect';
 import type { Queue } from 'bullmq';
 import type { Logger } from '../logging/logger';
 import type { DurabilityRisk } from '../monitoring/redis-durability';
-import { withTimeout } from '../redis/with-timeout';
+import { withTimeout } from '../model/with-timeout';
 
 const READY_TIMEOUT_MS = 1000;
 

@@ -14,7 +14,7 @@ import { createTargetControl } from '../operations/targets';
 import { buildOpenApiDocument } from '../openapi/document';
 import type { Pipeline } from '../pipeline/pipeline';
 import { createAdminApp } from './app';
-import { environmentNames } from '../config/environments';
+import { environmentNames } from '../model/environments';
 import { createExpectations } from '../reconciliation/expectations';
 
 /** Builds the admin app and its operations over the process's pipeline; the caller listens. */

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
-import { UnrecoverableError } from 'bullmq';
 import { request, type Dispatcher } from 'undici';
-import { parseRetryAfter, TransientDeliveryError } from './backoff';
+import { parseRetryAfter } from './backoff';
+import { PermanentDeliveryError, TransientDeliveryError } from './delivery-errors';
 import { classifyNetworkError, summarise, type FailureFacts } from './failure';
 import type { DeliveryResult } from '../model/jobs';
 import type { OutgoingRequest } from './build-request';
@@ -11,26 +11,6 @@ import { TransformDeliveryError } from './transform-step';
 
 const EXCERPT_BYTES = 512;
 const ALWAYS_RETRIED = new Set([408, 429]);
-
-/** A successful attempt: the delivery job's return value. */
-export type AttemptSuccess = DeliveryResult;
-
-/**
- * A permanent failure (a 4xx the target does not want retried): the delivery is dead-lettered now. Stackless, like
- * TransientDeliveryError.
- */
-export class PermanentDeliveryError extends UnrecoverableError {
-  constructor(
-    message: string,
-    readonly status: number,
-    readonly responseExcerpt: string,
-    readonly facts?: FailureFacts,
-  ) {
-    super(message);
-    this.name = 'PermanentDeliveryError';
-    this.stack = '';
-  }
-}
 
 /** What an attempt met, when it failed in a way we recognise; an unexpected error has no facts. */
 export function failureFacts(err: unknown): FailureFacts | undefined {
@@ -57,7 +37,7 @@ export async function attemptDelivery(
   target: Target,
   dispatcher: Dispatcher,
   req: OutgoingRequest,
-): Promise<AttemptSuccess> {
+): Promise<DeliveryResult> {
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
   const deadline = new EventEmitter();

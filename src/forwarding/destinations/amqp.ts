@@ -1,7 +1,6 @@
 import { connect, type ChannelModel, type ConfirmChannel, type Message } from 'amqplib';
-import type { AttemptSuccess } from '../attempt';
 import type { OutgoingRequest } from '../build-request';
-import type { DeliveryTransport } from '../transport';
+import type { DeliveryTransport } from '../delivery-transport';
 import {
   brokerFailure,
   classifyClientError,
@@ -14,7 +13,7 @@ import {
 } from './broker';
 import type { Logger } from '../../logging/logger';
 import { fillTemplate, type AmqpDestination } from '../../model/destination-schema';
-import type { DeliveryJob } from '../../model/jobs';
+import type { DeliveryJob, DeliveryResult } from '../../model/jobs';
 import type { Target } from '../../model/target-schema';
 
 /**
@@ -95,12 +94,12 @@ export function createAmqpTransport(target: Target, d: AmqpDestination, logger?:
     connectionNotices(logger, target.name, 'RabbitMQ'),
   );
 
-  function publish(link: Link, message: OutgoingRequest, job: DeliveryJob, started: number): Promise<AttemptSuccess> {
+  function publish(link: Link, message: OutgoingRequest, job: DeliveryJob, started: number): Promise<DeliveryResult> {
     const elapsed = () => Math.round(performance.now() - started);
     const { 'content-type': contentType, ...headers } = message.headers;
     const routingKey = fillTemplate(d.routingKey, job.eventType);
     const where = `exchange "${d.exchange}" with routing key "${routingKey}"`;
-    return new Promise<AttemptSuccess>((resolve, reject) => {
+    return new Promise<DeliveryResult>((resolve, reject) => {
       // Connecting and confirming share the target's timeoutMs: a send never takes longer than that.
       const timer = setTimeout(
         () =>
