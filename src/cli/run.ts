@@ -10,7 +10,7 @@ import { keygen } from './commands/keygen';
 import { transformTestCommand } from './commands/transform';
 import { listenCommand } from './commands/listen';
 import { parseEventTypes, sendNotification } from './commands/send';
-import { cliFailure, errorCode } from './errors';
+import { cliFailure, errorCode, UsageError } from './errors';
 import { operatorConfig, type OperatorEnv } from './operator-config';
 import { stripControl } from '../logging/printable';
 
@@ -105,7 +105,6 @@ async function dispatch(argv: string[], io: CliIo): Promise<number> {
       return 0;
     }
     case 'send':
-    case 'trigger':
       return sendCommand(rest, io);
     case 'listen':
       return listenCommand(rest, io.out);
@@ -164,7 +163,10 @@ async function sendCommand(args: string[], io: CliIo): Promise<number> {
       times: { type: 'string', default: '1' },
     },
   });
-  if (values.scheme !== 'current' && values.scheme !== 'legacy') throw new Error('--scheme is current or legacy');
+  if (values.scheme !== 'current' && values.scheme !== 'legacy') throw new UsageError('--scheme is current or legacy');
+  const times = Number(values.times);
+  if (!Number.isInteger(times) || times < 1)
+    throw new UsageError(`--times: not a whole number of at least 1: ${values.times}`);
   let failed = false;
   for (const type of parseEventTypes(positionals[0])) {
     const results = await sendNotification(type, {
@@ -178,7 +180,7 @@ async function sendCommand(args: string[], io: CliIo): Promise<number> {
       merchantId: values['merchant-id'],
       subMerchantId: values['sub-merchant'],
       environment: values.environment,
-      times: Number(values.times),
+      times,
     });
     for (const r of results) {
       io.out(
