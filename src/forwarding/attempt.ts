@@ -7,9 +7,12 @@ import type { DeliveryResult } from '../model/jobs';
 import type { OutgoingRequest } from './build-request';
 import type { Target } from '../model/target-schema';
 import { stripControl } from '../logging/printable';
+import { packageInfo } from '../config/project-root';
 import { TransformDeliveryError } from './transform-step';
 
 const EXCERPT_BYTES = 512;
+/** On every forwarded HTTP request, after the target's own headers: merchants allow-list and debug by it. */
+export const USER_AGENT = `${packageInfo().name}/${packageInfo().version}`;
 const ALWAYS_RETRIED = new Set([408, 429]);
 
 /** What an attempt met, when it failed in a way we recognise; an unexpected error has no facts. */
@@ -52,7 +55,7 @@ export async function attemptDelivery(
       // An HTTP target has a url (the schema requires url or destination; createTransport picks by it).
       res = await request(target.url!, {
         method: 'POST',
-        headers: req.headers,
+        headers: { ...req.headers, 'user-agent': USER_AGENT },
         body: req.body,
         dispatcher,
         signal: deadline,

@@ -7,6 +7,7 @@ import type { DeliveryQueue } from '../model/queues';
 import { isEventId } from '../model/ids';
 import { ServiceError } from '../model/errors';
 import { tracing } from '../tracing/tracing';
+import { SpanAttribute } from '../tracing/attributes';
 
 export interface DeadLetter {
   /** `<target>/<job id>`: what replay takes. */
@@ -84,7 +85,7 @@ export function createDeadLetters(pipeline: Pick<QueueRegistry, 'deliveryQueue' 
     const span = tracing.operator('replay', by);
     try {
       const result = await replayEach(ids, by, (trace) => span?.link(trace));
-      span?.attribute('webhook.replayed', result.replayed.length);
+      span?.attribute(SpanAttribute.Replayed, result.replayed.length);
       span?.end();
       return result;
     } catch (err) {

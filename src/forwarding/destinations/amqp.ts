@@ -1,4 +1,5 @@
-import { connect, type ChannelModel, type ConfirmChannel, type Message } from 'amqplib';
+import type { Duplex } from 'node:stream';
+import { connect, type ChannelModel, type ConfirmChannel, type Message, type MessageFields } from 'amqplib';
 import type { OutgoingRequest } from '../build-request';
 import type { DeliveryTransport } from '../delivery-transport';
 import {
@@ -15,6 +16,16 @@ import type { Logger } from '../../logging/logger';
 import { fillTemplate, type AmqpDestination } from '../../model/destination-schema';
 import type { DeliveryJob, DeliveryResult } from '../../model/jobs';
 import type { Target } from '../../model/target-schema';
+
+declare module 'amqplib' {
+  /**
+   * The connection's socket, which amqplib keeps as `stream` and its types leave out: amqplib has no
+   * public call that ends a connection whose broker does not answer a close (see destroySocket).
+   */
+  interface Connection {
+    readonly stream?: Duplex;
+  }
+}
 
 /**
  * Seconds between AMQP heartbeats unless the URL says (`?heartbeat=`): a broker that stops answering is noticed within
@@ -74,8 +85,8 @@ export async function openAmqp(
   channel.on('return', (msg: Message) => {
     const id = msg.properties.messageId as string | undefined;
     // A basic.return's fields (amqplib's types name only a delivery's).
-    const fields = msg.fields as unknown as { replyCode?: number; replyText?: string };
-    if (id !== undefined) link.returned.set(id, `${fields.replyCode ?? '?'} ${fields.replyText ?? ''}`.trim());
+    const { replyCode, replyText } = msg.fields as MessageFields & { replyCode?: number; replyText?: string };
+    if (id !== undefined) link.returned.set(id, `${replyCode ?? '?'} ${replyText ?? ''}`.trim());
   });
   return link;
 }
@@ -184,7 +195,5 @@ export function createAmqpTransport(target: Target, d: AmqpDestination, logger?:
  * closes the connection at once: it stops its heartbeat and settles every pending confirm with an error.
  */
 function destroySocket(model: ChannelModel): void {
-  (model.connection as unknown as { stream?: { destroy(err?: Error): void } }).stream?.destroy(
-    new Error('connection cut: the broker did not answer the close'),
-  );
+  model.connection.stream?.destroy(new Error('connection cut: the broker did not answer the close'));
 }
