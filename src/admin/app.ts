@@ -34,7 +34,7 @@ export interface AdminDeps {
   credentials: AdminCredentials;
   redis: RedisClient;
   pipeline: Pipeline;
-  /** What could lose an acknowledged event in Redis, once judged (see monitoring/redis-durability.ts); /readyz shows it. */
+  /** What could lose an acknowledged event in Redis, once judged (monitoring/redis-durability.ts); /readyz shows it. */
   durabilityRisks?: () => readonly DurabilityRisk[] | undefined;
   deadLetters: DeadLetters;
   quarantine: Quarantine;

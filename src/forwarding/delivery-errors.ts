@@ -27,7 +27,10 @@ export class TransientDeliveryError extends ServiceError {
   }
 }
 
-/** A permanent failure (a 4xx the target does not want retried): the delivery is dead-lettered now. Stackless, like TransientDeliveryError. */
+/**
+ * A permanent failure (a 4xx the target does not want retried): the delivery is dead-lettered now. Stackless,
+ * like TransientDeliveryError.
+ */
 export class PermanentDeliveryError extends UnrecoverableError {
   constructor(
     message: string,

@@ -12,7 +12,7 @@ export interface RedisDurability {
   /** RDB save points, `''` when none; undefined when Redis would not say (CONFIG refused, as managed Redis does). */
   save: string | undefined;
   maxmemoryPolicy: string;
-  /** Snapshot settings that cannot be read do not count as persistence: a Redis refusing CONFIG must prove it by AOF. */
+  /** Save points that cannot be read do not count as persistence: a Redis refusing CONFIG must prove it by AOF. */
   risks: DurabilityRisk[];
 }
 
@@ -53,16 +53,21 @@ export function durabilityWarnings(d: RedisDurability, where: string): string[] 
   if (d.risks.includes('no_persistence'))
     warnings.push(
       d.save === undefined
-        ? `Redis at ${where} does not use AOF (appendonly no) and will not say whether it snapshots (CONFIG refused): unless your provider keeps snapshots, a restart loses every queued notification; set appendonly yes (or the provider's durable option)`
-        : `Redis at ${where} has no persistence (appendonly no, no save points): a restart loses every queued notification, acknowledged or not; set appendonly yes`,
+        ? `Redis at ${where} does not use AOF (appendonly no) and will not say whether it snapshots (CONFIG ` +
+            'refused): unless your provider keeps snapshots, a restart loses every queued notification; set ' +
+            "appendonly yes (or the provider's durable option)"
+        : `Redis at ${where} has no persistence (appendonly no, no save points): a restart loses every queued ` +
+            'notification, acknowledged or not; set appendonly yes',
     );
   else if (!d.aof)
     warnings.push(
-      `Redis at ${where} does not use AOF (appendonly no, snapshots: save ${d.save}): a crash loses what was acknowledged since the last snapshot; set appendonly yes (or the provider's durable option)`,
+      `Redis at ${where} does not use AOF (appendonly no, snapshots: save ${d.save}): a crash loses what was ` +
+        "acknowledged since the last snapshot; set appendonly yes (or the provider's durable option)",
     );
   if (d.risks.includes('eviction_policy'))
     warnings.push(
-      `Redis at ${where} has maxmemory-policy ${d.maxmemoryPolicy}: when memory is full it deletes keys, i.e. queued notifications and de-duplication records; set noeviction`,
+      `Redis at ${where} has maxmemory-policy ${d.maxmemoryPolicy}: when memory is full it deletes keys, i.e. ` +
+        'queued notifications and de-duplication records; set noeviction',
     );
   return warnings;
 }

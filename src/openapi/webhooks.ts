@@ -31,7 +31,8 @@ export const WEBHOOK_PARAMETERS = {
     in: 'header',
     required: true,
     description:
-      'On every HTTP request: `platform-webhook-receiver/<version>`, the version of the service that sent it (a broker message carries no such header).',
+      'On every HTTP request: `platform-webhook-receiver/<version>`, the version of the service that sent it ' +
+      '(a broker message carries no such header).',
     schema: { type: 'string', pattern: '^platform-webhook-receiver/\\d+\\.\\d+\\.\\d+' },
   },
   forwardedMerchId: {

@@ -1,4 +1,4 @@
-/** The part of the WebAssembly global that sandbox.ts uses (the project's libraries, ES2022 without DOM, declare none). */
+/** The part of the WebAssembly global that sandbox.ts uses (ES2022 without DOM, the project's libraries, has none). */
 declare namespace WebAssembly {
   type Module = object;
   function compile(bytes: Uint8Array): Promise<Module>;
