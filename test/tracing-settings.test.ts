@@ -40,7 +40,7 @@ describe('tracing settings (the standard OTEL_* variables)', () => {
 
   it('when the endpoint carries credentials, then its log form masks them', () => {
     expect(maskedEndpoint('https://user:secret@collector:4318/v1/traces?key=k')).toBe(
-      'https://***@collector:4318/v1/traces?***',
+      'https://user:***@collector:4318/v1/traces?***',
     );
   });
 });
