@@ -11,7 +11,8 @@ import { createRedisConnector } from './redis/connect';
 import { inquiryFunctionProblems } from './reconciliation/functions';
 import { startService } from './service';
 import { startTracing } from './tracing/start';
-import { maskedEndpoint, TracingConfigError, tracingSettings } from './tracing/settings';
+import { maskedEndpoint, tracingSettings } from './tracing/settings';
+import { exitCodeOf, ServiceError } from './model/errors';
 import { transformProblems } from './transform/check';
 import { checkPostgresTables } from './forwarding/destinations/postgres-table';
 
@@ -52,9 +53,9 @@ async function main(): Promise<void> {
     redis = createRedisConnector(config);
     tracingSettings(process.env);
   } catch (err) {
-    if (err instanceof ConfigError || err instanceof TracingConfigError) {
+    if (err instanceof ServiceError) {
       process.stderr.write(`${err.message}\n`);
-      process.exit(78); // EX_CONFIG
+      process.exit(exitCodeOf(err));
     }
     throw err;
   }

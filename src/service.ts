@@ -1,6 +1,6 @@
 import { startAdmin, type RunningAdmin } from './admin/server';
 import { loadApiEnvironments, type ApiEnvironment } from './config/api-environments';
-import { environmentNames } from './config/environments';
+import { environmentNames } from './model/environments';
 import type { PlatformEnvironment } from './config/keys';
 import type { Config } from './config/schema';
 import { startWorkers, type RunningWorkers } from './forwarding/workers';

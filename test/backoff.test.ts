@@ -1,4 +1,5 @@
-import { backoffDelay, parseRetryAfter, TransientDeliveryError } from '../src/forwarding/backoff';
+import { backoffDelay, parseRetryAfter } from '../src/forwarding/backoff';
+import { TransientDeliveryError } from '../src/forwarding/delivery-errors';
 
 const backoff = { initialMs: 1000, maxMs: 3600000 };
 

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { runCli } from '../src/cli/run';
+import { cliFailure } from '../src/cli/errors';
 import { createLogger } from '../src/logging/logger';
 import { createMetrics } from '../src/monitoring/metrics';
 import { loadEnvironments } from '../src/config/keys';
@@ -74,6 +75,23 @@ describe('the merchant test tool against a running receiver', () => {
     const { code } = await cli('send', 'payment.result', '--url', url(), '--key', key(), '--times', '2');
     expect(code).toBe(0);
     expect(logs.lines.filter((l) => l.outcome === 'replay')).toHaveLength(1);
+  });
+
+  it('when --times is not a whole number of at least 1, then nothing is sent and the error says why (exit 1)', async () => {
+    const received = () => logs.lines.filter((l) => l.message === 'notification received').length;
+    const before = received();
+    for (const bad of ['0', 'two', '1.5']) {
+      const failed = cli('send', 'payment.result', '--url', url(), '--key', key(), '--times', bad);
+      await expect(failed).rejects.toThrow(`--times: not a whole number of at least 1: ${bad}`);
+      expect(cliFailure(await failed.catch((err: unknown) => err)).exitCode).toBe(1);
+    }
+    expect(received()).toBe(before);
+  });
+
+  it('when the command is trigger (an alias once, never documented), then it is unknown: exit 2 and the usage', async () => {
+    const { code, lines } = await cli('trigger', 'payment.result', '--url', url(), '--key', key());
+    expect(code).toBe(2);
+    expect(lines[0]).toMatch(/^unknown command "trigger"/);
   });
 
   it('send --scheme legacy signs the v1.2 way', async () => {

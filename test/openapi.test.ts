@@ -77,6 +77,7 @@ describe('the OpenAPI description', () => {
       'webhook-id',
       'webhook-timestamp',
       'webhook-signature',
+      'user-agent',
       'x-merch-id',
       'x-webhook-environment',
       'traceparent',

@@ -45,5 +45,5 @@ it('when Redis stops, /readyz turns 503, and when it returns, 200 again; /health
   await redis.start();
   const up = await waitForStatus(200, 10000);
   expect(up.status).toBe(200);
-  expect(up.body).toEqual({ status: 'ready', redis: 'up' });
+  expect(up.body).toEqual({ status: 'ready', redis: 'up', durabilityRisks: ['no_persistence'] });
 });

@@ -1,9 +1,11 @@
+import { readFileSync } from 'node:fs';
 import { createServer as createHttpServer, type Server, type ServerResponse } from 'node:http';
 import { createServer as createTcpServer, type Server as TcpServer, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import { Agent } from 'undici';
-import { attemptDelivery, PermanentDeliveryError } from '../src/forwarding/attempt';
-import { TransientDeliveryError } from '../src/forwarding/backoff';
+import { attemptDelivery } from '../src/forwarding/attempt';
+import { PermanentDeliveryError, TransientDeliveryError } from '../src/forwarding/delivery-errors';
 import { targetSchema, type Target } from '../src/model/target-schema';
 import { buildForwarding } from './support/forwarding-harness';
 import { FakePlatform } from './support/platform';
@@ -110,7 +112,7 @@ describe('one delivery attempt', () => {
     expect(result.ms).toBeLessThan(timeoutMs + SLACK_MS);
     // The status arrived in time and stands; the excerpt is what trickled in before the deadline.
     expect(result.error).toBeInstanceOf(TransientDeliveryError);
-    expect(result.error).toMatchObject({ status: 503, responseExcerpt: expect.stringMatching(/^x{1,20}$/) });
+    expect(result.error).toMatchObject({ targetStatus: 503, responseExcerpt: expect.stringMatching(/^x{1,20}$/) });
   });
 
   it('ends by the target timeout when the headers trickle one byte per 100 ms', async () => {
@@ -160,6 +162,21 @@ describe('one delivery attempt', () => {
     expect((result.error as PermanentDeliveryError).responseExcerpt).toBe('e'.repeat(512));
     expect(closes.length).toBeGreaterThanOrEqual(1); // the server saw the connection go
     expect(written).toBeLessThan(4 * 1024 * 1024);
+  });
+
+  it("when a request is forwarded, then it carries User-Agent platform-webhook-receiver/<package.json's version>, over a target's own", async () => {
+    const seen: (string | undefined)[] = [];
+    const { server, url } = await httpServer((res) => {
+      seen.push(res.req.headers['user-agent']);
+      res.writeHead(204).end();
+    });
+    const claimed = { ...outgoing, headers: { ...outgoing.headers, 'user-agent': 'curl/8' } };
+    await attemptDelivery(target(url), dispatcher, claimed);
+    await stop(server);
+    const { version } = JSON.parse(readFileSync(path.join(__dirname, '..', 'package.json'), 'utf8')) as {
+      version: string;
+    };
+    expect(seen).toEqual([`platform-webhook-receiver/${version}`]);
   });
 
   it('keeps a short answer whole and succeeds on 2xx', async () => {

@@ -1,5 +1,7 @@
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import path from 'node:path';
+import { promisify } from 'node:util';
+import { OtlpReceiver } from './support/otlp-receiver';
 import { maskedEndpoint, tracingSettings } from '../src/tracing/settings';
 import { formatTraceparent, parseTraceparent, traceIdOf } from '../src/tracing/traceparent';
 import { tracing } from '../src/tracing/tracing';
@@ -30,31 +32,6 @@ describe('tracing settings (the standard OTEL_* variables)', () => {
     ).toMatchObject({ on: true, endpoint: 'http://t/x', protocol: 'http/json' });
   });
 
-  it("when OTEL_BSP_* are unset, then the batches follow the specification's defaults; when set, their values, a batch never above the queue", () => {
-    const on = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' };
-    expect(tracingSettings(on)).toMatchObject({
-      batch: { maxQueueSize: 2048, maxExportBatchSize: 512, scheduledDelayMillis: 5000, exportTimeoutMillis: 30000 },
-    });
-    const set = {
-      ...on,
-      OTEL_BSP_MAX_QUEUE_SIZE: '100',
-      OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '400',
-      OTEL_BSP_SCHEDULE_DELAY: '250',
-      OTEL_BSP_EXPORT_TIMEOUT: '2000',
-    };
-    expect(tracingSettings(set)).toMatchObject({
-      batch: { maxQueueSize: 100, maxExportBatchSize: 100, scheduledDelayMillis: 250, exportTimeoutMillis: 2000 },
-    });
-  });
-
-  it('when an OTEL_BSP_* value is not a whole number of at least 1, then it is refused by name', () => {
-    const on = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' };
-    expect(() => tracingSettings({ ...on, OTEL_BSP_SCHEDULE_DELAY: '5s' })).toThrow(
-      'OTEL_BSP_SCHEDULE_DELAY: expected a whole number of at least 1, got 5s',
-    );
-    expect(() => tracingSettings({ ...on, OTEL_BSP_MAX_QUEUE_SIZE: '0' })).toThrow('OTEL_BSP_MAX_QUEUE_SIZE');
-  });
-
   it('when the protocol is one the service does not speak, then it is refused with the ones it does', () => {
     expect(() =>
       tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4317', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }),
@@ -63,7 +40,7 @@ describe('tracing settings (the standard OTEL_* variables)', () => {
 
   it('when the endpoint carries credentials, then its log form masks them', () => {
     expect(maskedEndpoint('https://user:secret@collector:4318/v1/traces?key=k')).toBe(
-      'https://***@collector:4318/v1/traces?***',
+      'https://user:***@collector:4318/v1/traces?***',
     );
   });
 });
@@ -134,5 +111,50 @@ describe('tracing off', () => {
     ) as { running: boolean; loaded: string[] };
     expect(on.running).toBe(true);
     expect(on.loaded.length).toBeGreaterThan(0);
+  });
+});
+
+describe("tracing on (the SDK's batch span processor and OTLP exporter)", () => {
+  let collector: OtlpReceiver;
+  beforeEach(async () => (collector = await OtlpReceiver.start()));
+  afterEach(() => collector.close());
+
+  /** Starts tracing in a child process (the exporter loads its transport by a dynamic import, which Jest's sandbox refuses), ends one notify span, stops. */
+  async function traceOneNotification(env: Record<string, string>): Promise<void> {
+    const script = [
+      "const { startTracing } = require('./src/tracing/start');",
+      "const { tracing } = require('./src/tracing/tracing');",
+      'startTracing(process.env, (_k, m, f) => process.stderr.write(m + JSON.stringify(f))).then((running) => {',
+      "  tracing.notify('payment.result', '/notify/payment-result', undefined).end(200);",
+      '  return running.shutdown();',
+      '});',
+    ].join('\n');
+    const { stderr } = await promisify(execFile)(process.execPath, ['-r', 'ts-node/register', '-e', script], {
+      cwd: path.resolve(__dirname, '..'),
+      env: { ...process.env, TS_NODE_SWC: 'true', OTEL_EXPORTER_OTLP_ENDPOINT: collector.endpoint, ...env },
+    });
+    expect(stderr).toBe('');
+  }
+
+  it('when no protocol is set, then the span leaves as OTLP protobuf at shutdown, with the headers of OTEL_EXPORTER_OTLP_HEADERS', async () => {
+    await traceOneNotification({ OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Bearer collector-secret' });
+    expect(collector.requests).toHaveLength(1);
+    expect(collector.requests[0]).toMatchObject({ path: '/v1/traces', contentType: 'application/x-protobuf' });
+    expect(collector.requests[0]!.headers.authorization).toBe('Bearer collector-secret');
+    const body = collector.protobuf[0]!;
+    expect(body.includes('POST /notify/payment-result')).toBe(true);
+    expect(body.includes('webhook-receiver')).toBe(true);
+  });
+
+  it('when the protocol is http/json, then the span leaves as OTLP JSON', async () => {
+    await traceOneNotification({ OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_SERVICE_NAME: 'json-service' });
+    expect(collector.requests).toHaveLength(1);
+    expect(collector.spans).toEqual([
+      expect.objectContaining({
+        name: 'POST /notify/payment-result',
+        service: 'json-service',
+        attributes: expect.objectContaining({ 'webhook.event_type': 'payment.result' }),
+      }),
+    ]);
   });
 });

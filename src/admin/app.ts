@@ -20,6 +20,7 @@ import { dashboardOnFirstUse, DASHBOARD_PATH, withoutOtherOrigins } from './dash
 import { dashboardJobData } from './dashboard-masking';
 import { dashboardWrites } from './dashboard-writes';
 import { readiness } from './health';
+import type { DurabilityRisk } from '../monitoring/redis-durability';
 import { sameOriginWrites } from './same-origin';
 import { deadLetterRoutes } from './routes/dead-letters';
 import { eventRoutes } from './routes/events';
@@ -35,6 +36,8 @@ export interface AdminDeps {
   credentials: AdminCredentials;
   redis: RedisClient;
   pipeline: Pipeline;
+  /** What could lose an acknowledged event in Redis, once judged (monitoring/redis-durability.ts); /readyz shows it. */
+  durabilityRisks?: () => readonly DurabilityRisk[] | undefined;
   deadLetters: DeadLetters;
   quarantine: Quarantine;
   targets: TargetControl;
@@ -70,7 +73,10 @@ export function createAdminApp(deps: AdminDeps): Express {
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
-  app.get('/readyz', readiness(deps.redis, deps.pipeline.quarantine, deps.logger, deps.archiveStatus));
+  app.get(
+    '/readyz',
+    readiness(deps.redis, deps.pipeline.quarantine, deps.logger, deps.durabilityRisks, deps.archiveStatus),
+  );
 
   const guard = hasCredentials(deps.credentials)
     ? requireAdmin(deps.credentials, createFailureWindow(deps.loginFailures), deps.logger)

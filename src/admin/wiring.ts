@@ -5,7 +5,7 @@ import type { Logger } from '../logging/logger';
 import { createMasker } from '../logging/mask';
 import { registerOrderingMetrics } from '../monitoring/ordering-metrics';
 import { registerQueueMetrics } from '../monitoring/queue-metrics';
-import { checkRedisDurability } from '../monitoring/redis-durability';
+import { checkRedisDurability, durabilityRisks, type DurabilityRisk } from '../monitoring/redis-durability';
 import { createDeadLetters } from '../operations/dead-letters';
 import { createQuarantine } from '../operations/quarantine';
 import type { Reloader } from '../operations/reload';
@@ -14,7 +14,7 @@ import { createTargetControl } from '../operations/targets';
 import { buildOpenApiDocument } from '../openapi/document';
 import type { Pipeline } from '../pipeline/pipeline';
 import { createAdminApp } from './app';
-import { environmentNames } from '../config/environments';
+import { environmentNames } from '../model/environments';
 import { createExpectations } from '../reconciliation/expectations';
 import type { OpenArchive } from '../archive/open';
 import { archiveBacklog } from '../archive/archiver';
@@ -43,14 +43,16 @@ export function wireAdmin(
   const redis = pipeline.redis;
   const queueMetrics = registerQueueMetrics(registry, pipeline, logger);
   registerOrderingMetrics(registry, pipeline);
+  let risks: DurabilityRisk[] | undefined;
   const checkDurability = () =>
     checkRedisDurability(redis).then(
-      (d) => {
-        queueMetrics.recordDurability(d);
-        if (d.risks.length) {
+      (nodes) => {
+        risks = durabilityRisks(nodes);
+        queueMetrics.recordDurability(risks);
+        if (risks.length) {
           logger.warn(
             'Redis can lose acknowledged events: use maxmemory-policy noeviction and enable persistence (AOF)',
-            { ...d },
+            { risks, nodes },
           );
         }
       },
@@ -75,6 +77,7 @@ export function wireAdmin(
     environments: environmentNames(config),
     redis,
     pipeline,
+    durabilityRisks: () => risks,
     deadLetters: createDeadLetters(pipeline),
     quarantine: createQuarantine(pipeline, { allowCorrections: config.adminAllowCorrections, logger }),
     targets: createTargetControl(pipeline),

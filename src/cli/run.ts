@@ -11,7 +11,7 @@ import { archiveCommand } from './commands/archive';
 import { transformTestCommand } from './commands/transform';
 import { listenCommand } from './commands/listen';
 import { parseEventTypes, sendNotification } from './commands/send';
-import { cliFailure, errorCode } from './errors';
+import { cliFailure, errorCode, UsageError } from './errors';
 import { operatorConfig, type OperatorEnv } from './operator-config';
 import { stripControl } from '../logging/printable';
 
@@ -114,7 +114,6 @@ async function dispatch(argv: string[], io: CliIo): Promise<number> {
       return 0;
     }
     case 'send':
-    case 'trigger':
       return sendCommand(rest, io);
     case 'listen':
       return listenCommand(rest, io.out);
@@ -175,7 +174,10 @@ async function sendCommand(args: string[], io: CliIo): Promise<number> {
       times: { type: 'string', default: '1' },
     },
   });
-  if (values.scheme !== 'current' && values.scheme !== 'legacy') throw new Error('--scheme is current or legacy');
+  if (values.scheme !== 'current' && values.scheme !== 'legacy') throw new UsageError('--scheme is current or legacy');
+  const times = Number(values.times);
+  if (!Number.isInteger(times) || times < 1)
+    throw new UsageError(`--times: not a whole number of at least 1: ${values.times}`);
   let failed = false;
   for (const type of parseEventTypes(positionals[0])) {
     const results = await sendNotification(type, {
@@ -189,7 +191,7 @@ async function sendCommand(args: string[], io: CliIo): Promise<number> {
       merchantId: values['merchant-id'],
       subMerchantId: values['sub-merchant'],
       environment: values.environment,
-      times: Number(values.times),
+      times,
     });
     for (const r of results) {
       io.out(

@@ -1,4 +1,4 @@
-import { DEFAULT_ENVIRONMENT } from '../model/environments';
+import { DEFAULT_ENVIRONMENT, environmentNames } from '../model/environments';
 import type { Config } from './schema';
 
 /** One platform environment's settings, the flat shorthand resolved. */
@@ -12,11 +12,6 @@ export interface EnvironmentSettings {
 }
 
 type EnvironmentConfig = Pick<Config, 'environments' | 'platformPublicKeys' | 'platformAppId' | 'merchantId'>;
-
-/** The configured environments' names, in the order the configuration lists them. */
-export function environmentNames(c: Pick<Config, 'environments'>): string[] {
-  return c.environments ? Object.keys(c.environments) : [DEFAULT_ENVIRONMENT];
-}
 
 /**
  * The environments as the receiver uses them: `environments` as configured, each falling back to

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
 /** The folder holding package.json, whether running from src/ (tests) or dist/src/ (built). */
@@ -10,4 +10,9 @@ export function projectRoot(from = __dirname): string {
     dir = parent;
   }
   return dir;
+}
+
+/** What package.json says of the service: its name, version, description and licence. */
+export function packageInfo(): { name: string; version: string; description: string; license: string } {
+  return JSON.parse(readFileSync(path.join(projectRoot(), 'package.json'), 'utf8')) as ReturnType<typeof packageInfo>;
 }

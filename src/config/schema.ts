@@ -1,8 +1,7 @@
 import { z } from 'zod';
 import { filterProblems } from '../model/filter';
 import { targetSchema } from '../model/target-schema';
-import { DEFAULT_ENVIRONMENT } from '../model/environments';
-import { environmentNames } from './environments';
+import { DEFAULT_ENVIRONMENT, environmentNames } from '../model/environments';
 import { apiSchema, expectationsSchema } from './api-schema';
 import { checkRedisSettings, redisSettingsShape } from './redis-schema';
 import { parseSubnet } from '../model/subnets';

@@ -1,36 +1,19 @@
 import { EventEmitter } from 'node:events';
-import { UnrecoverableError } from 'bullmq';
 import { request, type Dispatcher } from 'undici';
-import { parseRetryAfter, TransientDeliveryError } from './backoff';
+import { parseRetryAfter } from './backoff';
+import { PermanentDeliveryError, TransientDeliveryError } from './delivery-errors';
 import { classifyNetworkError, summarise, type FailureFacts } from './failure';
 import type { DeliveryResult } from '../model/jobs';
 import type { OutgoingRequest } from './build-request';
 import type { Target } from '../model/target-schema';
 import { stripControl } from '../logging/printable';
+import { packageInfo } from '../config/project-root';
 import { TransformDeliveryError } from './transform-step';
 
 const EXCERPT_BYTES = 512;
+/** On every forwarded HTTP request, after the target's own headers: merchants allow-list and debug by it. */
+export const USER_AGENT = `${packageInfo().name}/${packageInfo().version}`;
 const ALWAYS_RETRIED = new Set([408, 429]);
-
-/** A successful attempt: the delivery job's return value. */
-export type AttemptSuccess = DeliveryResult;
-
-/**
- * A permanent failure (a 4xx the target does not want retried): the delivery is dead-lettered now. Stackless, like
- * TransientDeliveryError.
- */
-export class PermanentDeliveryError extends UnrecoverableError {
-  constructor(
-    message: string,
-    readonly status: number,
-    readonly responseExcerpt: string,
-    readonly facts?: FailureFacts,
-  ) {
-    super(message);
-    this.name = 'PermanentDeliveryError';
-    this.stack = '';
-  }
-}
 
 /** What an attempt met, when it failed in a way we recognise; an unexpected error has no facts. */
 export function failureFacts(err: unknown): FailureFacts | undefined {
@@ -57,7 +40,7 @@ export async function attemptDelivery(
   target: Target,
   dispatcher: Dispatcher,
   req: OutgoingRequest,
-): Promise<AttemptSuccess> {
+): Promise<DeliveryResult> {
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
   const deadline = new EventEmitter();
@@ -72,7 +55,7 @@ export async function attemptDelivery(
       // An HTTP target has a url (the schema requires url or destination; createTransport picks by it).
       res = await request(target.url!, {
         method: 'POST',
-        headers: req.headers,
+        headers: { ...req.headers, 'user-agent': USER_AGENT },
         body: req.body,
         dispatcher,
         signal: deadline,

@@ -1,25 +1,6 @@
-import type { FailureFacts } from './failure';
+import { TransientDeliveryError } from './delivery-errors';
 import { FANOUT_MAX_BACKOFF_MS } from '../model/job-options';
 import type { Target } from '../model/target-schema';
-
-/**
- * A failure worth another attempt; `retryAfterMs` comes from the target's Retry-After header. Its
- * message is the readable summary and it carries no stack trace: BullMQ stores an error's stack on
- * the job and the dashboard shows it, and a frame list says nothing about why a target answered 503.
- */
-export class TransientDeliveryError extends Error {
-  constructor(
-    message: string,
-    readonly status?: number,
-    readonly retryAfterMs?: number,
-    readonly responseExcerpt?: string,
-    readonly facts?: FailureFacts,
-  ) {
-    super(message);
-    this.name = 'TransientDeliveryError';
-    this.stack = '';
-  }
-}
 
 /** The longest Retry-After we obey; beyond it a target's answer is more likely a mistake than a plan. */
 const RETRY_AFTER_CAP_MS = 24 * 3600 * 1000;

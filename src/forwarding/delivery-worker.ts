@@ -4,9 +4,9 @@ import type { DeliveryEnd } from '../model/archive';
 import type { RedisClient } from '../redis/connect';
 import type { Logger } from '../logging/logger';
 import type { Metrics } from '../monitoring/metrics';
-import { failureFacts, type AttemptSuccess } from './attempt';
+import { failureFacts } from './attempt';
 import { deliveryBackoff } from './backoff';
-import type { DeliveryFailure, DeliveryJob, DroppedDelivery } from '../model/jobs';
+import type { DeliveryFailure, DeliveryJob, DeliveryResult, DroppedDelivery } from '../model/jobs';
 import { deliveryQueueName } from '../model/names';
 import { buildRequest, type OutgoingRequest } from './build-request';
 import { createSigner } from './signer';
@@ -67,7 +67,7 @@ export function createDeliveryWorker(
     );
   }
 
-  const processor = async (job: Job<DeliveryJob>, token?: string): Promise<AttemptSuccess | DroppedDelivery> => {
+  const processor = async (job: Job<DeliveryJob>, token?: string): Promise<DeliveryResult | DroppedDelivery> => {
     // A job added to wait (no delay) headed its key's sequence when it was received, and nothing can
     // get ahead of it (sequences only grow at the end): only a parked one has to ask for its turn.
     if (sequencer && job.data.orderKey !== undefined && job.opts.delay) {
@@ -176,7 +176,7 @@ export function createDeliveryWorker(
     }
   };
 
-  const worker = new Worker<DeliveryJob, AttemptSuccess | DroppedDelivery>(deliveryQueueName(target.name), processor, {
+  const worker = new Worker<DeliveryJob, DeliveryResult | DroppedDelivery>(deliveryQueueName(target.name), processor, {
     connection: deps.connection,
     prefix: deps.prefix,
     concurrency: target.concurrency,

@@ -1,24 +1,11 @@
 import { Agent } from 'undici';
-import { attemptDelivery, type AttemptSuccess } from './attempt';
-import { settlesWithin } from '../redis/with-timeout';
-import type { DeliveryJob } from '../model/jobs';
-import type { OutgoingRequest } from './build-request';
+import { attemptDelivery } from './attempt';
+import type { DeliveryTransport } from './delivery-transport';
+import { settlesWithin } from '../model/with-timeout';
 import type { Target } from '../model/target-schema';
 import { createRedisStreamTransport } from './destinations/redis-stream';
 import { createPostgresTransport } from './destinations/postgres';
 import type { Logger } from '../logging/logger';
-
-/**
- * How a target's deliveries leave this service: the worker builds the message (headers and body, the
- * same for every kind of target) and hands it over. `send` resolves only once the receiving side has
- * confirmed it, and otherwise throws TransientDeliveryError (retried with the target's backoff) or
- * PermanentDeliveryError (dead-lettered now).
- */
-export interface DeliveryTransport {
-  send(message: OutgoingRequest, job: DeliveryJob): Promise<AttemptSuccess>;
-  /** Lets sends under way end within `ms`, then cuts them (their jobs are retried). */
-  close(ms: number): Promise<void>;
-}
 
 /** HTTP POST to the target's URL over one connection pool per target and worker process. */
 export function createHttpTransport(target: Target): DeliveryTransport {

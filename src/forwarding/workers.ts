@@ -8,7 +8,7 @@ import type { QueueRegistry } from '../pipeline/queue-registry';
 import { reportConnectionErrors, type RedisConnector } from '../redis/connect';
 import { createDeliveryWorker } from './delivery-worker';
 import type { RecordDeliveryEnd } from '../pipeline/archive-outcome';
-import { settlesWithin } from '../redis/with-timeout';
+import { settlesWithin } from '../model/with-timeout';
 import { createFanoutWorker } from './fanout-worker';
 import type { Target } from '../model/target-schema';
 

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from '../logging/logger';
 import { send } from './answer';
+import { ServiceError } from '../model/errors';
 import type { PublicAnswers } from './public-answers';
 import { BodyTooLargeError, bodyLeftUnread } from './read-body';
 
@@ -27,9 +28,8 @@ export function errorAnswer(logger: Logger, answers: PublicAnswers) {
       });
       return send(res, answers.tooLarge, true); // the rest of the body stays unread
     }
-    const status = (err as { status?: number }).status;
-    if (typeof status === 'number' && status >= 400 && status < 500) {
-      logger.warn('request refused', { path, status, error: (err as Error).message });
+    if (err instanceof ServiceError && err.status < 500) {
+      logger.warn('request refused', { path, status: err.status, error: err.message });
       return send(res, answers.badRequest, bodyLeftUnread(req));
     }
     logger.error('request failed', { path, error: (err as Error).message, stack: (err as Error).stack });

@@ -3,7 +3,7 @@ import type { RedisClient } from '../redis/connect';
 import type { QueueRegistry } from '../pipeline/queue-registry';
 import { Gauge, type Registry } from 'prom-client';
 import { JOB_STATES, summariseQueues } from './queue-summary';
-import type { RedisDurability } from './redis-durability';
+import type { DurabilityRisk } from './redis-durability';
 
 /**
  * Gauges read from Redis at scrape time: queue depth by queue and state, the age of the oldest
@@ -62,9 +62,9 @@ export function registerQueueMetrics(
     registers: [registry],
   });
   return {
-    recordDurability(d: RedisDurability) {
-      risk.labels('eviction_policy').set(d.risks.includes('eviction_policy') ? 1 : 0);
-      risk.labels('no_persistence').set(d.risks.includes('no_persistence') ? 1 : 0);
+    recordDurability(risks: readonly DurabilityRisk[]) {
+      risk.labels('eviction_policy').set(risks.includes('eviction_policy') ? 1 : 0);
+      risk.labels('no_persistence').set(risks.includes('no_persistence') ? 1 : 0);
     },
   };
 }

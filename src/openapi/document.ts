@@ -1,6 +1,5 @@
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { projectRoot } from '../config/project-root';
+import { packageInfo, projectRoot } from '../config/project-root';
 import {
   notifyPaths,
   notifyResponses,
@@ -25,12 +24,7 @@ export const DEFAULT_DOCUMENT_OPTIONS: NotifyDocumentOptions = { headerPrefix: '
  * the zod schemas, never written by hand.
  */
 export function buildOpenApiDocument(opts: NotifyDocumentOptions = DEFAULT_DOCUMENT_OPTIONS): Record<string, unknown> {
-  const pkg = JSON.parse(readFileSync(path.join(projectRoot(), 'package.json'), 'utf8')) as {
-    name: string;
-    version: string;
-    description: string;
-    license: string;
-  };
+  const pkg = packageInfo();
   const signature = signatureParameters(opts.headerPrefix);
   return {
     openapi: '3.1.0',

@@ -26,6 +26,15 @@ export const WEBHOOK_PARAMETERS = {
       'secret, space-separated (rotation).',
     schema: { type: 'string', pattern: '^v1,[A-Za-z0-9+/=]+( v1,[A-Za-z0-9+/=]+)*$' },
   },
+  userAgent: {
+    name: 'user-agent',
+    in: 'header',
+    required: true,
+    description:
+      'On every HTTP request: `platform-webhook-receiver/<version>`, the version of the service that sent it ' +
+      '(a broker message carries no such header).',
+    schema: { type: 'string', pattern: '^platform-webhook-receiver/\\d+\\.\\d+\\.\\d+' },
+  },
   forwardedMerchId: {
     name: 'x-merch-id',
     in: 'header',

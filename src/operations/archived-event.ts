@@ -1,19 +1,8 @@
 import { isUtf8 } from 'node:buffer';
 import type { ArchivedEvent } from '../archive/history';
-import type { EventView } from './event-lookup';
+import type { EventView } from './event-view';
 
 /** The archive's own facts of an event shown from it. */
-export interface ArchivedFacts {
-  /** The first receipt's row, `YYYY-MM/seq`. */
-  id: string;
-  outcome: string;
-  scheme: string;
-  keyFingerprint: string;
-  /** Requests that carried it: its rows (the first receipt and later duplicates) and their replays. */
-  receipts: number;
-  rows: number;
-  lastSeen: string;
-}
 
 /**
  * An event Redis has forgotten, from the archive: the first receipt's facts and body (masked like a

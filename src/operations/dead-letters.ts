@@ -8,6 +8,7 @@ import type { DeliveryQueue } from '../model/queues';
 import { isEventId } from '../model/ids';
 import { ServiceError } from '../model/errors';
 import { tracing } from '../tracing/tracing';
+import { SpanAttribute } from '../tracing/attributes';
 
 export interface DeadLetter {
   /** `<target>/<job id>`: what replay takes. */
@@ -89,7 +90,7 @@ export function createDeadLetters(
     const span = tracing.operator('replay', by);
     try {
       const result = await replayEach(ids, by, (trace) => span?.link(trace));
-      span?.attribute('webhook.replayed', result.replayed.length);
+      span?.attribute(SpanAttribute.Replayed, result.replayed.length);
       span?.end();
       return result;
     } catch (err) {

@@ -1,75 +1,15 @@
 import { filteredTargetsOf } from '../forwarding/fanout-result';
 import { deliveryStory, type AttemptView, type SeriesView } from '../forwarding/delivery-story';
-import { isDropped, type DeliveryFailure } from '../model/jobs';
+import { isDropped } from '../model/jobs';
 import { eventDefinition } from '../model/event-table';
 import type { EventCopies, EventDelivery, EventLookup, FoundEvent } from '../pipeline/lookup';
 import { parsePayload } from '../receiving/parse-payload';
 import { traceIdOf } from '../tracing/traceparent';
 import type { ArchiveHistory } from '../archive/history';
-import { archivedView, type ArchivedFacts } from './archived-event';
+import { archivedView } from './archived-event';
+import type { DeliveryView, EventView } from './event-view';
 
-export interface DeliveryView {
-  target: string;
-  /**
-   * The delivery job's BullMQ state; `filtered`: the target's filter left the event out, so it has no
-   * job; `dropped`: the target's transform returned null, so nothing was sent; `unreadable`: its job
-   * cannot be read (`unreadable` says why), so nothing of it is shown.
-   */
-  state: string;
-  /** Why its job cannot be read, in state `unreadable`. */
-  unreadable?: string;
-  attemptsMade: number;
-  deliveredAt?: string;
-  result?: unknown;
-  failedReason?: string;
-  /** When it ended, for a delivery the archive tells. */
-  endedAt?: string;
-  /** Every failed attempt, oldest first, of every series. */
-  failedAttempts: DeliveryFailure[];
-  /** Every attempt of every series, oldest first, each with its series' number. */
-  attempts: AttemptView[];
-  /**
-   * The attempt series, oldest first: the first started by the receipt (or by the resend that added the delivery), each
-   * later one by a replay or resend, with who and when.
-   */
-  series: SeriesView[];
-}
-
-export type { AttemptView, EventCopies, SeriesView };
-
-export interface EventView {
-  /** Set when Redis no longer holds the event and the archive answered (see archivedView). */
-  source?: 'archive';
-  /** What the archive keeps of it, when it answered. */
-  archived?: ArchivedFacts;
-  eventId: string;
-  queue: string;
-  jobId: string;
-  state: string;
-  eventType: string;
-  receivedAt: string;
-  path: string;
-  merchantId?: string;
-  /** The platform environment whose key verified it. */
-  environment?: string;
-  /** Set when an operator replayed it with a corrected body. */
-  corrected?: true;
-  /**
-   * The trace the notification was received in (every delivery attempt is a span of it); set when tracing was on at
-   * receipt.
-   */
-  traceId?: string;
-  /** Why it is quarantined, when it is. */
-  quarantineReason?: string;
-  /**
-   * Copies of the notification that arrived after the first (duplicates and refused replays, see
-   * EventCopies); absent for a quarantined one, whose copies BullMQ's de-duplication decides uncounted.
-   */
-  copies?: EventCopies;
-  payload?: unknown;
-  errors?: string[];
-  deliveries: DeliveryView[];
-}
+export type { AttemptView, DeliveryView, EventCopies, EventView, SeriesView };
 
 async function deliveryView(delivery: EventDelivery): Promise<DeliveryView> {
   if ('unreadable' in delivery)

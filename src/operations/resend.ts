@@ -10,6 +10,7 @@ import type { QueueRegistry } from '../pipeline/queue-registry';
 import { UnknownTargetError } from './dead-letters';
 import { ServiceError } from '../model/errors';
 import { tracing, type OperatorSpan } from '../tracing/tracing';
+import { SpanAttribute } from '../tracing/attributes';
 
 /**
  * `filtered`: the target's filter leaves the event out, so nothing is sent; a resend does not
@@ -125,7 +126,7 @@ export function createResender(
     by: string,
     span: OperatorSpan | undefined,
   ): Promise<ResendResult> {
-    span?.attribute('webhook.event_id', eventId);
+    span?.attribute(SpanAttribute.EventId, eventId);
     const configured = pipeline.targets();
     if (only !== undefined && !configured.some((t) => t.name === only)) throw new UnknownTargetError(only);
     const { body, known } = await findBody(eventId);

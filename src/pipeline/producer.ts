@@ -19,7 +19,7 @@ import type { EventJob, QuarantineJob, SeriesStart } from '../model/jobs';
 import { ownKeys } from '../model/names';
 import type { DeliveryQueue, EventQueue, QuarantineQueue } from '../model/queues';
 import { requestIndexEntries } from './request-index';
-import { withTimeout } from '../redis/with-timeout';
+import { withTimeout } from '../model/with-timeout';
 import type { Evidence } from '../model/archive';
 import { archiveRecordOf } from './archive-record';
 

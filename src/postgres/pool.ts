@@ -1,5 +1,5 @@
 import { Pool, type PoolClient } from 'pg';
-import { settlesWithin } from '../redis/with-timeout';
+import { settlesWithin } from '../model/with-timeout';
 
 /** The most connections one pool opens, whatever concurrency asks for: a database's own limit is often 100. */
 export const MAX_POOL_SIZE = 32;

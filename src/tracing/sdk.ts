@@ -1,4 +1,5 @@
 import type * as Api from '@opentelemetry/api';
+import { SpanAttribute } from './attributes';
 import { formatTraceparent, parseTraceparent } from './traceparent';
 import type {
   AttemptFailure,
@@ -47,9 +48,13 @@ export function createSdkTracing(api: OtelApi, tracer: Api.Tracer): Tracing {
       {
         kind: SpanKind.SERVER,
         links: platform
-          ? [{ context: platform, attributes: { 'webhook.link': 'platform traceparent (unsigned)' } }]
+          ? [{ context: platform, attributes: { [SpanAttribute.Link]: 'platform traceparent (unsigned)' } }]
           : undefined,
-        attributes: { 'http.request.method': 'POST', 'http.route': route, 'webhook.event_type': eventType },
+        attributes: {
+          [SpanAttribute.HttpRequestMethod]: 'POST',
+          [SpanAttribute.HttpRoute]: route,
+          [SpanAttribute.EventType]: eventType,
+        },
       },
       ROOT_CONTEXT,
     );
@@ -60,17 +65,20 @@ export function createSdkTracing(api: OtelApi, tracer: Api.Tracer): Tracing {
       traceparent: formatTraceparent(context.traceId, context.spanId, context.traceFlags),
       logIds: logIdsOf(context),
       verified(eventId, environment) {
-        span.setAttribute('webhook.event_id', eventId);
-        span.setAttribute('webhook.environment', environment);
+        span.setAttribute(SpanAttribute.EventId, eventId);
+        span.setAttribute(SpanAttribute.Environment, environment);
       },
       outcome(outcome, reason) {
-        span.setAttribute('webhook.outcome', outcome);
-        if (reason !== undefined) span.setAttribute('webhook.reason', reason);
+        span.setAttribute(SpanAttribute.Outcome, outcome);
+        if (reason !== undefined) span.setAttribute(SpanAttribute.Reason, reason);
       },
       redis(operation): EndableSpan {
         const child = tracer.startSpan(
           `redis ${operation}`,
-          { kind: SpanKind.CLIENT, attributes: { 'db.system.name': 'redis', 'db.operation.name': operation } },
+          {
+            kind: SpanKind.CLIENT,
+            attributes: { [SpanAttribute.DbSystemName]: 'redis', [SpanAttribute.DbOperationName]: operation },
+          },
           parent,
         );
         return {
@@ -81,7 +89,7 @@ export function createSdkTracing(api: OtelApi, tracer: Api.Tracer): Tracing {
         };
       },
       end(status) {
-        span.setAttribute('http.response.status_code', status);
+        span.setAttribute(SpanAttribute.HttpResponseStatusCode, status);
         if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
         span.end();
       },
@@ -96,10 +104,10 @@ export function createSdkTracing(api: OtelApi, tracer: Api.Tracer): Tracing {
       {
         kind: start.transport === undefined || start.transport === 'http' ? SpanKind.CLIENT : SpanKind.PRODUCER,
         attributes: {
-          'webhook.target': start.target,
-          'webhook.attempt': start.attempt,
-          'webhook.event_id': start.eventId,
-          'webhook.event_type': start.eventType,
+          [SpanAttribute.Target]: start.target,
+          [SpanAttribute.Attempt]: start.attempt,
+          [SpanAttribute.EventId]: start.eventId,
+          [SpanAttribute.EventType]: start.eventType,
         },
       },
       parent,
@@ -114,20 +122,20 @@ export function createSdkTracing(api: OtelApi, tracer: Api.Tracer): Tracing {
         if (state) headers.tracestate = state;
       },
       delivered(status, latencyMs) {
-        span.setAttributes({ 'webhook.latency_ms': latencyMs, 'webhook.outcome': 'delivered' });
-        if (status !== undefined) span.setAttribute('http.response.status_code', status);
+        span.setAttributes({ [SpanAttribute.LatencyMs]: latencyMs, [SpanAttribute.Outcome]: 'delivered' });
+        if (status !== undefined) span.setAttribute(SpanAttribute.HttpResponseStatusCode, status);
         span.end();
       },
       dropped(latencyMs) {
-        span.setAttributes({ 'webhook.latency_ms': latencyMs, 'webhook.outcome': 'dropped' });
+        span.setAttributes({ [SpanAttribute.LatencyMs]: latencyMs, [SpanAttribute.Outcome]: 'dropped' });
         span.end();
       },
       failed(failure: AttemptFailure) {
-        if (failure.status !== undefined) span.setAttribute('http.response.status_code', failure.status);
-        if (failure.latencyMs !== undefined) span.setAttribute('webhook.latency_ms', failure.latencyMs);
+        if (failure.status !== undefined) span.setAttribute(SpanAttribute.HttpResponseStatusCode, failure.status);
+        if (failure.latencyMs !== undefined) span.setAttribute(SpanAttribute.LatencyMs, failure.latencyMs);
         span.setAttributes({
-          'error.type': failure.errorClass ?? 'unexpected',
-          'webhook.outcome': failure.final ? 'dead_lettered' : 'retry',
+          [SpanAttribute.ErrorType]: failure.errorClass ?? 'unexpected',
+          [SpanAttribute.Outcome]: failure.final ? 'dead_lettered' : 'retry',
         });
         span.setStatus({ code: SpanStatusCode.ERROR, message: failure.error });
         span.end();
@@ -138,7 +146,7 @@ export function createSdkTracing(api: OtelApi, tracer: Api.Tracer): Tracing {
   function operator(action: 'resend' | 'replay', by: string): OperatorSpan {
     const span = tracer.startSpan(
       `webhook ${action}`,
-      { kind: SpanKind.INTERNAL, attributes: { 'webhook.action': action, 'webhook.operator': by } },
+      { kind: SpanKind.INTERNAL, attributes: { [SpanAttribute.Action]: action, [SpanAttribute.Operator]: by } },
       ROOT_CONTEXT,
     );
     const linked = new Set<string>();
@@ -147,7 +155,7 @@ export function createSdkTracing(api: OtelApi, tracer: Api.Tracer): Tracing {
         const context = remote(traceparent);
         if (!context || linked.has(context.traceId)) return;
         linked.add(context.traceId);
-        span.addLink({ context, attributes: { 'webhook.link': 'received in' } });
+        span.addLink({ context, attributes: { [SpanAttribute.Link]: 'received in' } });
       },
       attribute(name, value) {
         span.setAttribute(name, value);

@@ -24,12 +24,14 @@ export async function startTracing(
   const settings = tracingSettings(env);
   if (!settings.on) return undefined;
   const api = await import('@opentelemetry/api');
-  const { BasicTracerProvider } = await import('@opentelemetry/sdk-trace-base');
   const { resourceFromAttributes, detectResources, envDetector } = await import('@opentelemetry/resources');
   const { ATTR_SERVICE_NAME } = await import('@opentelemetry/semantic-conventions');
+  const { BasicTracerProvider, BatchSpanProcessor } = await import('@opentelemetry/sdk-trace-base');
+  const { OTLPTraceExporter } =
+    settings.protocol === 'http/json'
+      ? await import('@opentelemetry/exporter-trace-otlp-http')
+      : await import('@opentelemetry/exporter-trace-otlp-proto');
   const { createSdkTracing } = await import('./sdk');
-  const { EncodingSpanProcessor } = await import('./encoding-span-processor');
-  const { createBatchExporter } = await import('./batch-exporter');
 
   api.diag.setLogger(
     {
@@ -48,14 +50,12 @@ export async function startTracing(
   const resource = resourceFromAttributes({ [ATTR_SERVICE_NAME]: defaultServiceName }).merge(
     detectResources({ detectors: [envDetector] }),
   );
-  // The exporter reads OTEL_EXPORTER_OTLP_(TRACES_)HEADERS, _TIMEOUT and _COMPRESSION itself; the
-  // provider the sampler (OTEL_TRACES_SAMPLER, _ARG); settings.ts OTEL_BSP_*.
-  const exporter = createBatchExporter(settings.endpoint, settings.protocol);
-  const report = (message: string) =>
-    warn(`otel:${message.replace(/\d+/g, 'N')}`, 'tracing: spans were not exported', { error: message });
+  // The exporter reads OTEL_EXPORTER_OTLP_(TRACES_)HEADERS, _TIMEOUT and _COMPRESSION itself, the batch
+  // processor OTEL_BSP_*, the provider the sampler (OTEL_TRACES_SAMPLER, _ARG); a refused export or a
+  // full queue reaches the diagnostic logger above.
   const provider = new BasicTracerProvider({
     resource,
-    spanProcessors: [new EncodingSpanProcessor(settings.protocol, exporter, settings.batch, report)],
+    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: settings.endpoint }))],
   });
   installTracing(createSdkTracing(api, provider.getTracer('webhook-receiver')));
   return {

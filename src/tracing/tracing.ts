@@ -1,3 +1,5 @@
+import type { SpanAttributeName } from './attributes';
+
 /**
  * The tracing hooks the notify path, the delivery worker and the operator actions call. Until
  * `startTracing` (start.ts) installs the OpenTelemetry SDK they are constant no-ops: every hook returns
@@ -74,7 +76,7 @@ export interface AttemptStart {
 export interface OperatorSpan {
   /** Links the trace a delivery was received in (its stored `traceparent`). */
   link(traceparent: string | undefined): void;
-  attribute(name: string, value: string | number): void;
+  attribute(name: SpanAttributeName, value: string | number): void;
   end(error?: unknown): void;
 }
 

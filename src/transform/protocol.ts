@@ -22,14 +22,9 @@ export interface TransformEventMeta {
   merchantId: string | null;
 }
 
-/** A compiled WebAssembly.Module (opaque here: the project's TypeScript libraries do not declare WebAssembly). */
-export type WasmModule = object;
-
 export interface ThreadData {
-  /** Resolved paths of the modules the thread loads. */
-  modules: { quickjs: string; variant: string; lossless: string; losslessUmd: string };
   /** QuickJS's WebAssembly.Module, compiled once per process: every thread instantiates the same code. */
-  wasm: WasmModule;
+  wasm: WebAssembly.Module;
   source: string;
   /** The name errors give the source: its file, or `inline:<target>`. */
   file: string;

@@ -1,16 +1,8 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
-import type {
-  TransformEventMeta,
-  ThreadAnswer,
-  ThreadCall,
-  ThreadData,
-  ThreadStart,
-  TransformFault,
-  WasmModule,
-} from './protocol';
-import { createRunClock, sandboxThread } from './thread';
+import { ServiceError } from '../model/errors';
+import type { TransformEventMeta, ThreadAnswer, ThreadCall, ThreadData, ThreadStart, TransformFault } from './protocol';
 
 /** QuickJS's heap per transform: a transform that needs more fails (`memory`). */
 export const TRANSFORM_MEMORY_BYTES = 32 * 1024 * 1024;
@@ -47,14 +39,15 @@ export interface TransformCode {
   file: string;
 }
 
-/** A transform that failed: the delivery fails for good (a retry would fail again). */
-export class TransformError extends Error {
+/** A transform that failed: the delivery fails for good (a retry would fail again); 422 where an operator asked. */
+export class TransformError extends ServiceError {
+  readonly code = 'transform_error';
+  readonly status = 422;
   constructor(
     readonly fault: TransformFault,
     readonly file: string,
   ) {
     super(`${fault.message}${fault.line !== undefined ? ` (${file} line ${fault.line})` : ` (${file})`}`);
-    this.name = 'TransformError';
   }
 }
 
@@ -78,13 +71,10 @@ export interface Sandbox {
   close(): Promise<void>;
 }
 
-const { WebAssembly: Wasm } = globalThis as unknown as {
-  WebAssembly: { compile(bytes: Uint8Array): Promise<WasmModule> };
-};
-let wasm: Promise<WasmModule> | undefined;
+let wasm: Promise<WebAssembly.Module> | undefined;
 /** QuickJS's WebAssembly, compiled once per process and shared by every sandbox thread. */
-function quickjsWasm(): Promise<WasmModule> {
-  wasm ??= Wasm.compile(
+function quickjsWasm(): Promise<WebAssembly.Module> {
+  wasm ??= WebAssembly.compile(
     readFileSync(
       path.join(path.dirname(require.resolve('@jitl/quickjs-wasmfile-release-sync')), 'emscripten-module.wasm'),
     ),
@@ -92,19 +82,12 @@ function quickjsWasm(): Promise<WasmModule> {
   return wasm;
 }
 
-let modulePaths: ThreadData['modules'] | undefined;
-function modules(): ThreadData['modules'] {
-  modulePaths ??= {
-    quickjs: require.resolve('quickjs-emscripten-core'),
-    variant: require.resolve('@jitl/quickjs-wasmfile-release-sync'),
-    // lossless-json's CommonJS entry is its UMD bundle, which also runs as a plain script inside QuickJS.
-    lossless: require.resolve('lossless-json'),
-    losslessUmd: require.resolve('lossless-json'),
-  };
-  return modulePaths;
-}
-
-const THREAD_SOURCE = `(${sandboxThread.toString()})(${createRunClock.toString()})`;
+/**
+ * The thread's entry file, beside this one: compiled JavaScript (dist/), or the TypeScript source when
+ * this module runs from it (Jest, ts-node), which the thread then compiles with ts-node as it loads.
+ */
+const THREAD_FILE = path.join(__dirname, `thread-main${path.extname(__filename)}`);
+const THREAD_LOADER = path.extname(__filename) === '.ts' ? ['--require', 'ts-node/register/transpile-only'] : [];
 
 interface Pending {
   call: ThreadCall;
@@ -128,7 +111,6 @@ const MAX_SENT = 64;
  */
 export function startSandbox(code: TransformCode, { timeoutMs, maxBytes }: TransformLimits): Sandbox {
   const data: Omit<ThreadData, 'wasm'> = {
-    modules: modules(),
     source: code.source,
     file: code.file,
     timeoutMs,
@@ -158,14 +140,12 @@ export function startSandbox(code: TransformCode, { timeoutMs, maxBytes }: Trans
     );
   }
 
-  function startThread(wasmModule: WasmModule): Promise<TransformFault | undefined> {
+  function startThread(wasmModule: WebAssembly.Module): Promise<TransformFault | undefined> {
     const workerData: ThreadData = { ...data, wasm: wasmModule };
-    // execArgv: none of the process's own (a loader such as ts-node, heap flags): the thread runs plain
-    // JavaScript within its own limits.
-    const thread = new Worker(THREAD_SOURCE, {
-      eval: true,
+    // execArgv: none of the process's own (heap flags, a loader): the thread runs within its own limits.
+    const thread = new Worker(THREAD_FILE, {
       workerData,
-      execArgv: [],
+      execArgv: THREAD_LOADER,
       resourceLimits: { maxOldGenerationSizeMb: THREAD_HEAP_MB },
       stdout: true,
       stderr: true,

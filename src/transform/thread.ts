@@ -1,19 +1,20 @@
 /**
  * The sandbox thread: one worker thread per transform, holding one QuickJS runtime (WebAssembly) in
- * which the transform was compiled once. `sandboxThread` runs there from its own source text (see
- * sandbox.ts), so it uses nothing from this module's scope: it requires what it needs by the paths
- * in its workerData. The imports here are types only, which vanish from the compiled code.
+ * which the transform was compiled once. `sandboxThread` runs there, started by thread-main.ts (see
+ * sandbox.ts).
  */
-import type * as NodeCrypto from 'node:crypto';
-import type * as NodeFs from 'node:fs';
-import type * as WorkerThreads from 'node:worker_threads';
-import type * as LosslessJson from 'lossless-json';
-import type * as QuickJS from 'quickjs-emscripten-core';
-import type {
-  QuickJSContext as Context,
-  QuickJSHandle as Handle,
-  QuickJSRuntime as Runtime,
-  QuickJSWASMModule,
+import { randomBytes } from 'node:crypto';
+import { openSync, readFileSync, readSync } from 'node:fs';
+import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
+import variantOfQuickJS from '@jitl/quickjs-wasmfile-release-sync';
+import * as lossless from 'lossless-json';
+import {
+  newQuickJSWASMModuleFromVariant,
+  newVariant,
+  type QuickJSContext as Context,
+  type QuickJSHandle as Handle,
+  type QuickJSRuntime as Runtime,
+  type QuickJSWASMModule,
 } from 'quickjs-emscripten-core';
 import type { TransformFault, ThreadAnswer, ThreadCall, ThreadData, ThreadStart } from './protocol';
 
@@ -39,8 +40,6 @@ export interface RunClock {
  * limit, however it spent the time (the sandbox's watchdog ends a thread that has not answered by
  * then and a margin more). `cpuMs` is undefined where the system does not tell a thread's CPU time:
  * the limit is then wall-clock time.
- *
- * Runs inside the sandbox thread from its source text (see sandbox.ts): it uses nothing but its arguments.
  */
 export function createRunClock(
   limitMs: number,
@@ -99,17 +98,12 @@ export function createRunClock(
   };
 }
 
-export function sandboxThread(makeClock: typeof createRunClock): void {
-  const { parentPort, workerData, receiveMessageOnPort } = require('node:worker_threads') as typeof WorkerThreads;
-  const { readFileSync, openSync, readSync } = require('node:fs') as typeof NodeFs;
-  const { randomBytes } = require('node:crypto') as typeof NodeCrypto;
+export function sandboxThread(): void {
   const data = workerData as ThreadData;
   const port = parentPort!;
-  const quickjs = require(data.modules.quickjs) as typeof QuickJS;
-  const base = (require(data.modules.variant) as { default: QuickJS.QuickJSSyncVariant }).default;
-  const variant = quickjs.newVariant(base, { wasmModule: data.wasm as never });
-  const lossless = require(data.modules.lossless) as typeof LosslessJson;
-  const losslessSource = readFileSync(data.modules.losslessUmd, 'utf8');
+  const variant = newVariant(variantOfQuickJS, { wasmModule: data.wasm });
+  // lossless-json's CommonJS entry is its UMD bundle, which also runs as a plain script inside QuickJS.
+  const losslessSource = readFileSync(require.resolve('lossless-json'), 'utf8');
 
   // Numbers travel in as strings marked with NUL and `n` (a string that itself starts with NUL is
   // marked with `s`), and out as strings carrying a token no event can know, replaced on the way out
@@ -252,7 +246,7 @@ export function sandboxThread(makeClock: typeof createRunClock): void {
   };
 
   const MAX_MESSAGE = 300;
-  const clock = makeClock(data.timeoutMs, Date.now, threadCpuMs(), data.marginMs);
+  const clock = createRunClock(data.timeoutMs, Date.now, threadCpuMs(), data.marginMs);
   /** Until when (Date.now()) the current step may run, for the service's watchdog: see ThreadData.progress. */
   const progress = new Float64Array(data.progress);
 
@@ -453,7 +447,7 @@ export function sandboxThread(makeClock: typeof createRunClock): void {
     return { body };
   }
 
-  void quickjs.newQuickJSWASMModuleFromVariant(variant).then((module) => {
+  void newQuickJSWASMModuleFromVariant(variant).then((module) => {
     let compiled: Compiled | TransformFault | undefined = compile(module);
     if (!('kind' in compiled)) {
       const cold = warmUp(compiled);

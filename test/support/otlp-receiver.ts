@@ -44,11 +44,13 @@ function attributesOf(list: KeyValue[] | undefined): Record<string, string | num
 /**
  * A local OTLP/HTTP trace receiver speaking the JSON protocol (`OTEL_EXPORTER_OTLP_PROTOCOL=http/json`),
  * as a collector would: it takes POST /v1/traces, answers 200 with an empty partial success, and keeps
- * every span. A body that is not an OTLP JSON export is answered 400 and kept in `refused`.
+ * every span. A protobuf export (the default protocol) is kept as its bytes in `protobuf`; any other body
+ * that is not an OTLP JSON export is answered 400 and kept in `refused`.
  */
 export class OtlpReceiver {
   readonly spans: ReceivedSpan[] = [];
   readonly refused: string[] = [];
+  readonly protobuf: Buffer[] = [];
   readonly requests: { path: string; contentType?: string; headers: Record<string, string | string[] | undefined> }[] =
     [];
   private constructor(private readonly server: Server) {}
@@ -58,7 +60,7 @@ export class OtlpReceiver {
     const server = createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => receiver!.take(req.url ?? '', req.headers, Buffer.concat(chunks).toString('utf8'), res));
+      req.on('end', () => receiver!.take(req.url ?? '', req.headers, Buffer.concat(chunks), res));
     });
     receiver = new OtlpReceiver(server);
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
@@ -73,10 +75,16 @@ export class OtlpReceiver {
   private take(
     path: string,
     headers: Record<string, string | string[] | undefined>,
-    body: string,
+    bytes: Buffer,
     res: ServerResponse,
   ): void {
     this.requests.push({ path, contentType: headers['content-type'] as string | undefined, headers });
+    if (path === '/v1/traces' && headers['content-type'] === 'application/x-protobuf') {
+      this.protobuf.push(bytes);
+      res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
+      return;
+    }
+    const body = bytes.toString('utf8');
     let parsed: ExportRequest;
     try {
       parsed = JSON.parse(body) as ExportRequest;

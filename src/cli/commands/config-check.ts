@@ -1,4 +1,3 @@
-import { Cluster } from 'ioredis';
 import { stringify } from 'yaml';
 import { loadApiEnvironments } from '../../config/api-environments';
 import { loadEnvironments } from '../../config/keys';
@@ -7,7 +6,7 @@ import { loadConfigDetailed } from '../../config/load';
 import { describeRedis, maskSecrets } from '../../config/describe';
 import { envWarnings } from '../../config/env-warnings';
 import { configWarnings } from '../../config/warnings';
-import { durabilityWarnings, inspectRedisDurability } from '../../operations/redis-durability';
+import { checkRedisDurability, durabilityWarnings } from '../../monitoring/redis-durability';
 import type { Config } from '../../config/schema';
 import { createRedisConnector } from '../../redis/connect';
 import { describeSources } from '../operator-config';
@@ -24,19 +23,9 @@ async function redisWarnings(config: Config, where: string): Promise<string[]> {
   const redis = createRedisConnector(config).open('operator');
   redis.on('error', () => undefined); // the failed command below reports it
   try {
-    if (!(redis instanceof Cluster)) return durabilityWarnings(await inspectRedisDurability(redis), where);
-    // Each master of a cluster keeps its own data: ask them all (ping waits for the cluster to be known).
-    await redis.ping();
-    const masters = redis.nodes('master');
-    const each = await Promise.all(
-      masters.map(async (node) =>
-        durabilityWarnings(
-          await inspectRedisDurability(node),
-          `${node.options.host ?? '?'}:${node.options.port ?? '?'}`,
-        ),
-      ),
-    );
-    return each.flat();
+    const nodes = await checkRedisDurability(redis);
+    // A single Redis is named as configured; each master of a cluster by its own address.
+    return nodes.flatMap((d) => durabilityWarnings(d, nodes.length === 1 ? where : d.node));
   } catch (err) {
     return [
       `could not ask Redis at ${where} about persistence and eviction (${(err as Error).message}): check appendonly ` +

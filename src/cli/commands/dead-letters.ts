@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { createDeadLetters, NotDeadLetterError, type DeadLetterFilter } from '../../operations/dead-letters';
-import { errorCode } from '../errors';
+import { errorCode, UsageError } from '../errors';
 import { parseOperatorTime } from '../../operations/time';
 import { recoveryFor, type OperatorContext } from '../operator-context';
 import { formatTable } from '../table';
@@ -9,7 +9,7 @@ import { withQueues } from '../with-queues';
 function parseTime(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const ms = parseOperatorTime(value);
-  if (Number.isNaN(ms)) throw new Error(`not a time: ${value} (ISO 8601 or epoch milliseconds)`);
+  if (Number.isNaN(ms)) throw new UsageError(`not a time: ${value} (ISO 8601 or epoch milliseconds)`);
   return ms;
 }
 
@@ -77,7 +77,7 @@ export async function deadLetterCommand(ctx: OperatorContext, args: string[]): P
     }
     if (sub === 'replay') {
       if (!values.all && positionals.length === 0)
-        throw new Error('name dead letters to replay (<target>/<job id> …) or pass --all (with optional filters)');
+        throw new UsageError('name dead letters to replay (<target>/<job id> …) or pass --all (with optional filters)');
       const { limit: _limit, ...matching } = filter;
       const result = await recoveryFor(ctx, pipeline).replayDeadLetters(
         ctx.actor,
@@ -88,7 +88,7 @@ export async function deadLetterCommand(ctx: OperatorContext, args: string[]): P
       return result.notFound.length ? 1 : 0;
     }
     if (sub === 'discard') {
-      if (positionals.length === 0) throw new Error('name dead letters to discard (<target>/<event id> …)');
+      if (positionals.length === 0) throw new UsageError('name dead letters to discard (<target>/<event id> …)');
       const recovery = recoveryFor(ctx, pipeline);
       let failed = 0;
       for (const id of positionals) {
@@ -100,6 +100,6 @@ export async function deadLetterCommand(ctx: OperatorContext, args: string[]): P
       }
       return failed ? 1 : 0;
     }
-    throw new Error('dlq takes list, replay or discard');
+    throw new UsageError('dlq takes list, replay or discard');
   });
 }

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { environmentNames } from '../../config/environments';
+import { environmentNames } from '../../model/environments';
 import { isExpectationState, type Expectation } from '../../reconciliation/expectation';
 import { createExpectations, type Expectations } from '../../reconciliation/expectations';
 import type { OperatorContext } from '../operator-context';

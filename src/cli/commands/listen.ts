@@ -1,3 +1,4 @@
+import { UsageError } from '../errors';
 import { parseArgs } from 'node:util';
 import { startListener } from '../../listen/server';
 
@@ -18,11 +19,11 @@ export async function listenCommand(args: string[], out: (line: string) => void)
   });
   const secrets = values.secret ?? [];
   if (secrets.length === 0)
-    throw new Error("give --secret whsec_… (the target's secret in the service's configuration)");
+    throw new UsageError("give --secret whsec_… (the target's secret in the service's configuration)");
   const port = Number(values.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port: not a port: ${values.port}`);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port: not a port: ${values.port}`);
   if (values['forward-to'] !== undefined && !/^https?:\/\//.test(values['forward-to']))
-    throw new Error('--forward-to takes an http:// or https:// URL');
+    throw new UsageError('--forward-to takes an http:// or https:// URL');
 
   const listener = await startListener(
     { port, host: values.host, secrets, forwardTo: values['forward-to'], json: values.json },

@@ -6,7 +6,7 @@ import { withArchiveIfSet } from './archive';
 import { CorrectionsDisabledError, createQuarantine } from '../../operations/quarantine';
 import { summariseQueues } from '../../monitoring/queue-summary';
 import { createBlockedKeys } from '../../operations/blocked-keys';
-import { errorCode } from '../errors';
+import { errorCode, UsageError } from '../errors';
 import type { ResendOutcome } from '../../operations/resend';
 import { createTargetControl } from '../../operations/targets';
 import { recoveryFor, type OperatorContext } from '../operator-context';
@@ -47,7 +47,7 @@ function resendCommand(ctx: OperatorContext, args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { target: { type: 'string' } } });
   const [eventId] = positionals;
   if (!eventId || positionals.length > 1)
-    throw new Error('give one event id: event resend <event id> [--target <name>]');
+    throw new UsageError('give one event id: event resend <event id> [--target <name>]');
   return withQueues(ctx.config, async (queues) => {
     const result = await recoveryFor(ctx, queues).resendEvent(ctx.actor, eventId, values.target);
     for (const t of result.targets) ctx.out(`${RESEND_LABELS[t.outcome]}  ${t.target}/${eventId}`);
@@ -74,7 +74,7 @@ export function eventCommand(ctx: OperatorContext, args: string[]): Promise<numb
       const mask = createMasker(config.sensitiveFields);
       const requestId = values['request-id'];
       const ids = requestId ? await eventIdsForRequest(pipeline, requestId, archive) : positionals;
-      if (ids.length === 0) throw new Error('give an event id, or --request-id <platform request_id>');
+      if (ids.length === 0) throw new UsageError('give an event id, or --request-id <platform request_id>');
       let missing = 0;
       for (const id of ids) {
         const event = await findEvent(pipeline, id, mask, archive);
@@ -168,14 +168,14 @@ export function quarantineCommand(ctx: OperatorContext, args: string[]): Promise
       return 0;
     }
     if (sub === 'replay') {
-      if (positionals.length === 0) throw new Error('name the quarantined ids to replay');
+      if (positionals.length === 0) throw new UsageError('name the quarantined ids to replay');
       if (values.body !== undefined && !config.adminAllowCorrections) throw new CorrectionsDisabledError();
       const body = values.body === undefined ? undefined : readFileSync(values.body === '-' ? 0 : values.body, 'utf8');
       const results = await recoveryFor(ctx, pipeline).replayQuarantined(ctx.actor, positionals, body);
       for (const r of results) out(`${r.outcome.padEnd(15)}${r.id}${'errors' in r ? `  ${r.errors.join('; ')}` : ''}`);
       return results.every((r) => r.outcome === 'queued' || r.outcome === 'already_queued') ? 0 : 1;
     }
-    throw new Error('quarantine takes list or replay');
+    throw new UsageError('quarantine takes list or replay');
   });
 }
 
@@ -232,7 +232,7 @@ export function targetCommand(ctx: OperatorContext, args: string[]): Promise<num
         return 1;
       }
     }
-    throw new Error('target takes list, pause <name>, resume <name>, blocked <name> or release <name> <key>');
+    throw new UsageError('target takes list, pause <name>, resume <name>, blocked <name> or release <name> <key>');
   });
 }
 

@@ -1,3 +1,4 @@
+import { UsageError } from '../errors';
 import { readFileSync } from 'node:fs';
 import { EVENT_TYPES, eventDefinition, isEventType, type EventType } from '../../model/event-table';
 import { sampleBody } from '../../signing/samples';
@@ -61,9 +62,9 @@ export async function sendNotification(type: EventType, opts: SendOptions): Prom
 }
 
 export function parseEventTypes(arg: string | undefined): EventType[] {
-  if (!arg) throw new Error(`name an event type, or "all": ${EVENT_TYPES.join(', ')}`);
+  if (!arg) throw new UsageError(`name an event type, or "all": ${EVENT_TYPES.join(', ')}`);
   if (arg === 'all') return [...EVENT_TYPES];
-  if (!isEventType(arg)) throw new Error(`unknown event type "${arg}"; one of: ${EVENT_TYPES.join(', ')}, all`);
+  if (!isEventType(arg)) throw new UsageError(`unknown event type "${arg}"; one of: ${EVENT_TYPES.join(', ')}, all`);
   return [arg];
 }
 
@@ -76,7 +77,7 @@ function requestIdOf(text: string): string | undefined {
 }
 
 function requireMerchant(id: string | undefined): string {
-  if (!id) throw new Error('the legacy scheme signs the merchant id: pass --merchant-id');
+  if (!id) throw new UsageError('the legacy scheme signs the merchant id: pass --merchant-id');
   return id;
 }
 

@@ -1,3 +1,4 @@
+import { UsageError } from '../errors';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { loadConfigDetailed } from '../../config/load';
@@ -104,23 +105,23 @@ export async function transformTestCommand(
     },
   });
   if (!values.target)
-    throw new Error(
+    throw new UsageError(
       'name the target: transform test --target NAME (--event <event id> | --file body.json --type <event type>)',
     );
   if ((values.event === undefined) === (values.file === undefined))
-    throw new Error('give either --event <event id> or --file body.json --type <event type>');
+    throw new UsageError('give either --event <event id> or --file body.json --type <event type>');
   if (values.event !== undefined) {
     const ctx = operator();
     const target = targetNamed(ctx.config, values.target);
     const eventId = values.event;
     return withQueues(ctx.config, async (pipeline) => {
       const found = await pipeline.findEvent(eventId);
-      if (!found) throw new Error(`no event ${eventId} (not found in the queues: unknown, or past its retention)`);
+      if (!found) throw new UsageError(`no event ${eventId} (not found in the queues: unknown, or past its retention)`);
       return show(target, found.job.data, out);
     });
   }
   const type = values.type as EventType | undefined;
-  if (!type || !EVENT_TYPES.includes(type)) throw new Error(`--type is one of ${EVENT_TYPES.join(', ')}`);
+  if (!type || !EVENT_TYPES.includes(type)) throw new UsageError(`--type is one of ${EVENT_TYPES.join(', ')}`);
   const config = loadConfigDetailed({ ...env, ROLE: 'worker' }).config;
   const target = targetNamed(config, values.target);
   const body = readFileSync(values.file!, 'utf8');
@@ -130,7 +131,9 @@ export async function transformTestCommand(
 function targetNamed(config: Config, name: string): Target {
   const target = config.targets.find((t) => t.name === name);
   if (!target)
-    throw new Error(`no target named ${name} (configured: ${config.targets.map((t) => t.name).join(', ') || 'none'})`);
+    throw new UsageError(
+      `no target named ${name} (configured: ${config.targets.map((t) => t.name).join(', ') || 'none'})`,
+    );
   return target;
 }
 

@@ -1,7 +1,7 @@
-import { connect, type ChannelModel, type ConfirmChannel, type Message } from 'amqplib';
-import type { AttemptSuccess } from '../attempt';
+import type { Duplex } from 'node:stream';
+import { connect, type ChannelModel, type ConfirmChannel, type Message, type MessageFields } from 'amqplib';
 import type { OutgoingRequest } from '../build-request';
-import type { DeliveryTransport } from '../transport';
+import type { DeliveryTransport } from '../delivery-transport';
 import {
   brokerFailure,
   classifyClientError,
@@ -14,8 +14,18 @@ import {
 } from './broker';
 import type { Logger } from '../../logging/logger';
 import { fillTemplate, type AmqpDestination } from '../../model/destination-schema';
-import type { DeliveryJob } from '../../model/jobs';
+import type { DeliveryJob, DeliveryResult } from '../../model/jobs';
 import type { Target } from '../../model/target-schema';
+
+declare module 'amqplib' {
+  /**
+   * The connection's socket, which amqplib keeps as `stream` and its types leave out: amqplib has no
+   * public call that ends a connection whose broker does not answer a close (see destroySocket).
+   */
+  interface Connection {
+    readonly stream?: Duplex;
+  }
+}
 
 /**
  * Seconds between AMQP heartbeats unless the URL says (`?heartbeat=`): a broker that stops answering is noticed within
@@ -75,8 +85,8 @@ export async function openAmqp(
   channel.on('return', (msg: Message) => {
     const id = msg.properties.messageId as string | undefined;
     // A basic.return's fields (amqplib's types name only a delivery's).
-    const fields = msg.fields as unknown as { replyCode?: number; replyText?: string };
-    if (id !== undefined) link.returned.set(id, `${fields.replyCode ?? '?'} ${fields.replyText ?? ''}`.trim());
+    const { replyCode, replyText } = msg.fields as MessageFields & { replyCode?: number; replyText?: string };
+    if (id !== undefined) link.returned.set(id, `${replyCode ?? '?'} ${replyText ?? ''}`.trim());
   });
   return link;
 }
@@ -95,12 +105,12 @@ export function createAmqpTransport(target: Target, d: AmqpDestination, logger?:
     connectionNotices(logger, target.name, 'RabbitMQ'),
   );
 
-  function publish(link: Link, message: OutgoingRequest, job: DeliveryJob, started: number): Promise<AttemptSuccess> {
+  function publish(link: Link, message: OutgoingRequest, job: DeliveryJob, started: number): Promise<DeliveryResult> {
     const elapsed = () => Math.round(performance.now() - started);
     const { 'content-type': contentType, ...headers } = message.headers;
     const routingKey = fillTemplate(d.routingKey, job.eventType);
     const where = `exchange "${d.exchange}" with routing key "${routingKey}"`;
-    return new Promise<AttemptSuccess>((resolve, reject) => {
+    return new Promise<DeliveryResult>((resolve, reject) => {
       // Connecting and confirming share the target's timeoutMs: a send never takes longer than that.
       const timer = setTimeout(
         () =>
@@ -185,7 +195,5 @@ export function createAmqpTransport(target: Target, d: AmqpDestination, logger?:
  * closes the connection at once: it stops its heartbeat and settles every pending confirm with an error.
  */
 function destroySocket(model: ChannelModel): void {
-  (model.connection as unknown as { stream?: { destroy(err?: Error): void } }).stream?.destroy(
-    new Error('connection cut: the broker did not answer the close'),
-  );
+  model.connection.stream?.destroy(new Error('connection cut: the broker did not answer the close'));
 }

@@ -1,11 +1,10 @@
 import { readFileSync } from 'node:fs';
 import type { ConnectionOptions } from 'node:tls';
-import { PermanentDeliveryError } from '../attempt';
-import { TransientDeliveryError } from '../backoff';
+import { PermanentDeliveryError, TransientDeliveryError } from '../delivery-errors';
 import { classifyNetworkError, type FailureFacts } from '../failure';
 import type { DestinationTls } from '../../model/destination-schema';
 import type { ErrorClass } from '../../model/jobs';
-import { settlesWithin, withTimeout } from '../../redis/with-timeout';
+import { settlesWithin, withTimeout } from '../../model/with-timeout';
 import type { Logger } from '../../logging/logger';
 
 /** `scheme://user:pass@host` → `scheme://***@host`: a broker's error may quote the URL it was given. */

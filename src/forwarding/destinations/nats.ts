@@ -1,7 +1,7 @@
 import { connect } from '@nats-io/transport-node';
 import { headers as natsHeaders, InvalidArgumentError, TimeoutError, type NatsConnection } from '@nats-io/nats-core';
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
-import type { DeliveryTransport } from '../transport';
+import type { DeliveryTransport } from '../delivery-transport';
 import {
   brokerFailure,
   classifyClientError,

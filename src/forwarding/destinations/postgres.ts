@@ -1,4 +1,4 @@
-import type { DeliveryTransport } from '../transport';
+import type { DeliveryTransport } from '../delivery-transport';
 import { classifyNetworkError } from '../failure';
 import { brokerFailure, connectionNotices } from './broker';
 import { insertStatement, rowValues } from './postgres-row';
@@ -8,7 +8,7 @@ import type { ErrorClass } from '../../model/jobs';
 import type { Target } from '../../model/target-schema';
 import { pgFailure, type PgFailure } from '../../postgres/failure';
 import { createPgPool } from '../../postgres/pool';
-import { withTimeout } from '../../redis/with-timeout';
+import { withTimeout } from '../../model/with-timeout';
 
 /** The failure's class: the server's refusal, the client giving up waiting, or the connection's. */
 function errorClassOf(f: PgFailure): ErrorClass {

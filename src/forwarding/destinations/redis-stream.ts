@@ -1,10 +1,10 @@
 import { Redis } from 'ioredis';
-import type { DeliveryTransport } from '../transport';
+import type { DeliveryTransport } from '../delivery-transport';
 import { brokerFailure, classifyClientError, connectionNotices, describeError, readTlsFiles } from './broker';
 import type { Logger } from '../../logging/logger';
 import { fillTemplate, type RedisStreamDestination } from '../../model/destination-schema';
 import type { Target } from '../../model/target-schema';
-import { settlesWithin } from '../../redis/with-timeout';
+import { settlesWithin } from '../../model/with-timeout';
 
 /** A client for a destination's Redis: connects on the first command, reconnects by itself with backoff. */
 export function openStreamRedis(d: RedisStreamDestination, timeoutMs: number): Redis {

@@ -69,6 +69,9 @@ if binds then
   local bound = redis.call('GET', KEYS[1])
   if bound then
     local space = string.find(bound, ' ', 1, true)
+    -- A binding written before bindings named the event id holds the type alone (no space). Such
+    -- bindings expire with their TTL (ARGV[2]): this fallback goes once every deployment has run a
+    -- version writing '<type> <event id>' for longer than that.
     local boundType = space and string.sub(bound, 1, space - 1) or bound
     if ARGV[3] == '1' and boundType ~= ARGV[1] then return {'signature_reused', boundType} end
     if own and space and string.sub(bound, space + 1) == eventId then countCopy('replays') end
@@ -79,6 +82,9 @@ end
 if own and redis.call('EXISTS', KEYS[2]) > 0 then
   if binds then redis.call('SET', KEYS[1], binding, 'PX', ARGV[2]) end
   local first = redis.call('GET', KEYS[2])
+  -- A record without the `m:` prefix was written before records held the X-Merch-Id: it cannot tell a
+  -- conflict, so it counts as a duplicate. Records expire with their TTL (ARGV[5]): the prefix test goes
+  -- once every deployment has run a version writing `m:` for longer than that.
   if first and string.sub(first, 1, 2) == 'm:' and first ~= ARGV[10] then
     archive('conflict')
     return {'conflict', string.sub(first, 3)}
