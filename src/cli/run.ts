@@ -10,6 +10,7 @@ import { keygen } from './commands/keygen';
 import { transformTestCommand } from './commands/transform';
 import { listenCommand } from './commands/listen';
 import { parseEventTypes, sendNotification } from './commands/send';
+import { askOutcome } from './commands/send-report';
 import { cliFailure, errorCode } from './errors';
 import { operatorConfig, type OperatorEnv } from './operator-config';
 import { stripControl } from '../logging/printable';
@@ -31,11 +32,17 @@ test notifications:
       --environment NAME             the receiver's environment of the signing key, for the event id printed
                                      (default production)
       --times N                      send the identical request N times (default 1)
+      --set PATH=VALUE               set a body field before signing, e.g. data.merchant_no=M100023 (repeatable)
+      --admin URL                    after a 200, ask this admin port (with ADMIN_TOKEN) what became of the
+                                     notification: routed (each target's state) or quarantined with the reason
 
 configuration:
-  config check                       validate the configuration as the service would, print it with
+  config check [--bodies DIR] [--from-quarantine]
+                                     validate the configuration as the service would, print it with
                                      secrets masked, and warn about risky settings (asks Redis too);
-                                     runs each transform on the built-in sample of each event type
+                                     tries the samples (and the bodies in DIR, each file named for its
+                                     event type, and the quarantined ones) against each environment's
+                                     accept rule and each target's filter and transform
   transform test --target T (--event <event id> | --file body.json --type <event type>)
                                      what target T would be sent for that event (its transform's
                                      result, headers with the signature masked), or the error
@@ -123,7 +130,7 @@ async function dispatch(argv: string[], io: CliIo): Promise<number> {
       return expectCommand(operator(io, useDefaults), rest);
     case 'config':
       if (rest[0] !== 'check') break;
-      return configCheckCommand(io.env, io.out);
+      return configCheckCommand(io.env, io.out, rest.slice(1), io.log);
     case 'transform':
       if (rest[0] !== 'test') break;
       return transformTestCommand(io.env, rest.slice(1), io.out, () => operator(io, useDefaults));
@@ -162,8 +169,11 @@ async function sendCommand(args: string[], io: CliIo): Promise<number> {
       'sub-merchant': { type: 'string' },
       environment: { type: 'string', default: 'production' },
       times: { type: 'string', default: '1' },
+      set: { type: 'string', multiple: true },
+      admin: { type: 'string' },
     },
   });
+  const admin = values.admin !== undefined ? { url: values.admin, token: io.env.ADMIN_TOKEN } : undefined;
   if (values.scheme !== 'current' && values.scheme !== 'legacy') throw new Error('--scheme is current or legacy');
   let failed = false;
   for (const type of parseEventTypes(positionals[0])) {
@@ -179,6 +189,7 @@ async function sendCommand(args: string[], io: CliIo): Promise<number> {
       subMerchantId: values['sub-merchant'],
       environment: values.environment,
       times: Number(values.times),
+      ...(values.set ? { sets: values.set } : {}),
     });
     for (const r of results) {
       io.out(
@@ -186,6 +197,7 @@ async function sendCommand(args: string[], io: CliIo): Promise<number> {
           `${r.eventId}${r.requestId ? `  request_id ${r.requestId}` : ''}`,
       );
       if (r.status !== 200) failed = true;
+      else if (admin) io.out(`${''.padEnd(26)} ${await askOutcome(admin, r.eventId)}`);
     }
   }
   return failed ? 1 : 0;
