@@ -44,8 +44,10 @@ configuration:
                                      event type, and the quarantined ones) against each environment's
                                      accept rule and each target's filter and transform
   transform test --target T (--event <event id> | --file body.json --type <event type>)
-                                     what target T would be sent for that event (its transform's
-                                     result, headers with the signature masked), or the error
+      [--environment E] [--merchant-id M]  (with --file: the environment and X-Merch-Id it arrived with)
+                                     the service's steps in its order (schema, the environment's accept
+                                     rule, T's environments and filter, its transform) and where they
+                                     stop, or the request T would be sent (signature masked)
 
 the merchant's side:
   listen --secret whsec_… [options]  receive forwarded events locally, verify their signature, print each one
