@@ -1,3 +1,4 @@
+import type { EventFacts } from '../../model/event-facts';
 import { EVENT_TYPES } from '../../model/event-table';
 import { DELIVERY_STATES, DELIVERY_STATE_LABELS } from '../../operations/delivery-state';
 import type { SearchPage, SearchQuery } from '../../operations/event-search';
@@ -64,6 +65,15 @@ function stateLabel(state: string): string {
   return state in DELIVERY_STATE_LABELS ? DELIVERY_STATE_LABELS[state as keyof typeof DELIVERY_STATE_LABELS] : state;
 }
 
+/** The request id, amount and currency under an event's id, when the body has them. */
+export function factsLine(f: EventFacts): Html | '' {
+  const money = f.amount !== undefined ? `${f.amount}${f.currency ? ` ${f.currency}` : ''}` : '';
+  if (f.requestId === undefined && !money) return '';
+  return html`<span class="facts-line" data-facts
+    >${f.requestId !== undefined ? `request_id ${f.requestId}` : ''}${f.requestId !== undefined && money ? ' · ' : ''}${money}</span
+  >`;
+}
+
 /** The search page: the form, then the matching deliveries, newest first, with the way to the next page. */
 export function searchPage(
   form: SearchForm,
@@ -113,12 +123,13 @@ export function searchPage(
                   <td>${time(r.receivedAt)}</td>
                   <td class="mono">
                     <a href="${CONSOLE_PATH}/events/${encodeURIComponent(r.eventId)}">${r.eventId}</a>
+                    ${factsLine(r.facts)}
                   </td>
                   <td>${r.eventType}</td>
                   <td>${r.environment ?? ''}</td>
                   <td>${r.target || html`<span class="muted">none</span>`}</td>
                   <td>${badge(r.state, stateLabel(r.state))}</td>
-                  <td>${r.attempts}</td>
+                  <td data-attempts="${r.attempts}">${r.attempts}</td>
                 </tr>`,
             )}
           </tbody>
