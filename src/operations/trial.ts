@@ -9,7 +9,7 @@ import { routeEvent } from '../routing/routing';
 import { tryTransform } from '../transform/check';
 import type { TransformInput } from '../transform/sandbox';
 
-/** A body to try as the service would take it: its event type, the environment whose key verified it, and `X-Merch-Id`. */
+/** A body to try as the service would take it: its type, the environment whose key verified it, and `X-Merch-Id`. */
 export interface TrialBody {
   eventType: EventType;
   body: string;

@@ -69,9 +69,8 @@ function stateLabel(state: string): string {
 export function factsLine(f: EventFacts): Html | '' {
   const money = f.amount !== undefined ? `${f.amount}${f.currency ? ` ${f.currency}` : ''}` : '';
   if (f.requestId === undefined && !money) return '';
-  return html`<span class="facts-line" data-facts
-    >${f.requestId !== undefined ? `request_id ${f.requestId}` : ''}${f.requestId !== undefined && money ? ' · ' : ''}${money}</span
-  >`;
+  const text = [f.requestId !== undefined ? `request_id ${f.requestId}` : '', money].filter(Boolean).join(' · ');
+  return html`<span class="facts-line" data-facts>${text}</span>`;
 }
 
 /** The search page: the form, then the matching deliveries, newest first, with the way to the next page. */

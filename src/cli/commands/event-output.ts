@@ -7,7 +7,8 @@ type Out = (line: string) => void;
 /** The copies of an event that came after the first, in words. */
 function copiesLine({ duplicates, replays, lastAt }: EventCopies): string {
   const n = (count: number, word: string) => `${count} ${word}${count === 1 ? '' : 's'}`;
-  return `copies after the first: ${n(duplicates, 'duplicate')}, ${n(replays, 'repeat')} refused${lastAt ? `; the last at ${lastAt}` : ''}`;
+  const last = lastAt ? `; the last at ${lastAt}` : '';
+  return `copies after the first: ${n(duplicates, 'duplicate')}, ${n(replays, 'repeat')} refused${last}`;
 }
 
 /** Attempts across every series, with each series' count when there were several: `3 (2+1)`. */
@@ -34,7 +35,8 @@ export function printEvent(event: EventView, out: Out, firstTarget?: string): vo
   const { facts } = event;
   const money = facts.amount !== undefined ? `  ${facts.amount}${facts.currency ? ` ${facts.currency}` : ''}` : '';
   out(
-    `${event.eventId}  ${event.eventType}  ${event.environment ?? ''}  received ${event.receivedAt}  ${whereText(event)}`,
+    `${event.eventId}  ${event.eventType}  ${event.environment ?? ''}  received ${event.receivedAt}  ` +
+      whereText(event),
   );
   if (facts.requestId !== undefined || money) out(`  request_id ${facts.requestId ?? '(none)'}${money}`);
   if (event.traceId) out(`  trace ${event.traceId}`);
@@ -83,6 +85,7 @@ export function printEvent(event: EventView, out: Out, firstTarget?: string): vo
   if (event.payload !== undefined) out(`payload (sensitive fields masked): ${JSON.stringify(event.payload)}`);
   else if (event.body !== undefined)
     out(
-      `body as received (${event.bodyEncoding === 'base64' ? 'not UTF-8, in Base64' : 'not JSON'}): ${JSON.stringify(event.body)}`,
+      `body as received (${event.bodyEncoding === 'base64' ? 'not UTF-8, in Base64' : 'not JSON'}): ` +
+        JSON.stringify(event.body),
     );
 }
