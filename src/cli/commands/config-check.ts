@@ -7,6 +7,7 @@ import { loadConfigDetailed } from '../../config/load';
 import { describeRedis, maskSecrets } from '../../config/describe';
 import { envWarnings } from '../../config/env-warnings';
 import { configWarnings } from '../../config/warnings';
+import { credentialWarnings } from '../../config/credential-warnings';
 import { durabilityWarnings, inspectRedisDurability } from '../../operations/redis-durability';
 import type { Config } from '../../config/schema';
 import { createRedisConnector } from '../../redis/connect';
@@ -98,6 +99,7 @@ export async function configCheckCommand(
     ...envWarnings(env),
     ...loaded.warnings,
     ...configWarnings(config),
+    ...credentialWarnings(config, env),
     ...failedSamples,
     ...(await redisWarnings(config, describeRedis(config))),
   ];
