@@ -112,7 +112,12 @@ function deliverySection(eventId: string, d: DeliveryDetail, canAct: boolean): H
         ? html`<p>
             Its delivery job cannot be read, so nothing of it is shown: <span class="mono">${d.unreadable}</span>
           </p>`
-        : html`<div class="table-wrap">
+        : html`<div
+            class="table-wrap"
+            tabindex="0"
+            role="region"
+            aria-label="Attempts to ${d.target}, scrolls sideways"
+          >
             <table aria-label="Attempts to ${d.target}">
               <thead>
                 <tr>
@@ -148,13 +153,13 @@ export function eventPage(e: EventDetail, canAct: boolean, done: string | undefi
   const payload =
     e.payload !== undefined
       ? html`<p class="muted">Sensitive fields are masked.</p>
-          <pre aria-label="Payload, sensitive fields masked">${JSON.stringify(e.payload, null, 2)}</pre>`
+          <pre tabindex="0" aria-label="Payload, sensitive fields masked">${JSON.stringify(e.payload, null, 2)}</pre>`
       : e.body !== undefined
         ? html`<p class="muted">
               The body as received:
               ${e.bodyEncoding === 'base64' ? 'not UTF-8, shown in Base64' : 'not JSON, shown as text'}.
             </p>
-            <pre aria-label="Body as received" data-body>${e.body}</pre>`
+            <pre tabindex="0" aria-label="Body as received" data-body>${e.body}</pre>`
         : html`<p class="muted">No payload to show: no job of this event holds its body.</p>`;
   return html`<h1>Event <span class="mono">${e.eventId}</span></h1>
     ${done ? html`<p class="notice" role="status">${done}</p>` : ''}

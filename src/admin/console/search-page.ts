@@ -98,7 +98,7 @@ export function searchPage(
         : 'newest first, by last change';
   const table = rows.length
     ? html`<div class="table-wrap">
-        <table>
+        <table class="cards">
           <caption class="muted">
             ${rows.length} ${rows.length === 1 ? 'delivery' : 'deliveries'} ${caption}
           </caption>
@@ -118,17 +118,17 @@ export function searchPage(
             ${rows.map(
               (r) =>
                 html`<tr>
-                  <td>${time(r.at)}</td>
-                  <td>${time(r.receivedAt)}</td>
-                  <td class="mono">
+                  <td data-label="Last change (UTC)">${time(r.at)}</td>
+                  <td data-label="Received (UTC)">${time(r.receivedAt)}</td>
+                  <td class="mono" data-label="Event">
                     <a href="${CONSOLE_PATH}/events/${encodeURIComponent(r.eventId)}">${r.eventId}</a>
                     ${factsLine(r.facts)}
                   </td>
-                  <td>${r.eventType}</td>
-                  <td>${r.environment ?? ''}</td>
-                  <td>${r.target || html`<span class="muted">none</span>`}</td>
-                  <td>${badge(r.state, stateLabel(r.state))}</td>
-                  <td data-attempts="${r.attempts}">${r.attempts}</td>
+                  <td data-label="Type">${r.eventType}</td>
+                  <td data-label="Environment">${r.environment ?? ''}</td>
+                  <td data-label="Target">${r.target || html`<span class="muted">none</span>`}</td>
+                  <td data-label="State">${badge(r.state, stateLabel(r.state))}</td>
+                  <td data-label="Attempts" data-attempts="${r.attempts}">${r.attempts}</td>
                 </tr>`,
             )}
           </tbody>
