@@ -3,7 +3,7 @@ import type { Config } from './schema';
 
 /** A value copied from deploy/env.example and never filled in (`change-me-…`). */
 function isPlaceholder(value: string | undefined): boolean {
-  return value !== undefined && /^change-me/i.test(value);
+  return value !== undefined && value.split('/').some((part) => /^change-me/i.test(part));
 }
 
 /**
@@ -23,6 +23,7 @@ export function credentialWarnings(config: Config, env: Record<string, string | 
     ['ADMIN_PASSWORD', config.adminPassword],
     ['REDIS_URL', config.redisUrl.replace(/^[a-z]+:\/\/[^:@/]*:([^@/]*)@.*$/i, '$1')],
     ['GRAFANA_ADMIN_PASSWORD', env.GRAFANA_ADMIN_PASSWORD],
+    ['CALLBACK_BASE_PATH', config.callbackBasePath],
   ] as const;
   for (const [name, value] of placeholders)
     if (isPlaceholder(value))
