@@ -112,6 +112,7 @@ describe('a target with a filter', () => {
       target: 'usd-eur',
       state: 'filtered',
       attemptsMade: 0,
+      totalAttempts: 0,
       failedAttempts: [],
       attempts: [],
       series: [],
@@ -180,7 +181,15 @@ describe('an event every subscribed target filtered out', () => {
     const view = (await eventView(id)).body;
     expect(view.state).toBe('completed');
     expect(view.deliveries).toEqual([
-      { target: 'fx-sub-42', state: 'filtered', attemptsMade: 0, failedAttempts: [], attempts: [], series: [] },
+      {
+        target: 'fx-sub-42',
+        state: 'filtered',
+        attemptsMade: 0,
+        totalAttempts: 0,
+        failedAttempts: [],
+        attempts: [],
+        series: [],
+      },
     ]);
     expect(fxSub42.requests).toHaveLength(0);
   });
