@@ -1,6 +1,6 @@
 import type { Express } from 'express';
 import { writeFileSync, mkdirSync } from 'node:fs';
-import type { Server } from 'node:http';
+import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { stringify } from 'yaml';
@@ -23,8 +23,8 @@ let ledger: TargetServer;
 const servers: Server[] = [];
 let configFile: string;
 
-async function listen(app: Express): Promise<string> {
-  const server = app.listen(0, '127.0.0.1');
+async function listen(app: RequestListener | Express): Promise<string> {
+  const server = createServer(app).listen(0, '127.0.0.1');
   servers.push(server);
   await new Promise((r) => server.once('listening', r));
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
