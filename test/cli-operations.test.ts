@@ -71,7 +71,7 @@ it('event: shows an event by id and by request_id with its deliveries and its la
   expect(byId.text).toContain(`${eventId}  payee.result`);
   expect(byId.text).toMatch(/^erp\s+completed\s+1/m);
   expect(byId.text).toMatch(
-    /^ {2}copies after the first: 1 duplicate, 0 replays refused; the last at \d{4}-\d\d-\d\dT[\d:.]+Z$/m,
+    /^ {2}copies after the first: 1 duplicate, 0 repeats refused; the last at \d{4}-\d\d-\d\dT[\d:.]+Z$/m,
   );
   const byRequest = await cli('event', '--request-id', 'CLI-REQ-7');
   expect(byRequest.text).toContain(eventId);

@@ -35,7 +35,8 @@ describe('config check', () => {
       targets: [
         {
           name: 'ledger',
-          url: 'http://127.0.0.1:9/hooks',
+          url: 'http://ledger.internal.example/hooks',
+          allowInsecure: true,
           events: ['payment.result'],
           secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
           headers: { Authorization: 'Bearer internal-token-xyz' },
@@ -59,7 +60,7 @@ describe('config check', () => {
     expect(out).toMatch(/^ {2}merchantId: M100023$/m);
     expect(out).toMatch(/no target subscribes to onboarding\.result, .*fx\.result:/);
     expect(out).not.toMatch(/no target subscribes to [^:]*payment\.result/);
-    expect(out).toContain('target ledger uses http:// (http://127.0.0.1:9/hooks)');
+    expect(out).toContain('target ledger uses http:// (http://ledger.internal.example/hooks)');
     expect(out).toContain('the legacy v1.2 signature scheme is on');
     // The suite's Redis keeps nothing on disk (and does not evict):
     expect(out).toContain(`Redis at ${testRedisUrl()} has no persistence (appendonly no, no save points)`);
@@ -124,7 +125,17 @@ describe('config check', () => {
       await admin.call('CONFIG', 'SET', 'save', '3600 1000000');
       await admin.call('CONFIG', 'SET', 'requirepass', 'redis-pass-123');
       admin.disconnect();
-      const file = writeConfig({ targets: [{ name: 'all', url: 'https://erp.example/hooks', events: ['*'] }] });
+      const file = writeConfig({
+        adminToken: 'admin-token-0123456789abcdef',
+        targets: [
+          {
+            name: 'all',
+            url: 'https://erp.example/hooks',
+            events: ['*'],
+            secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+          },
+        ],
+      });
       const url = redis.url.replace('redis://', 'redis://:redis-pass-123@');
       const { code, out } = await cli({ ROLE: 'worker', CONFIG_FILE: file, REDIS_URL: url }, 'config', 'check');
       expect(code).toBe(0);
@@ -232,5 +243,69 @@ describe('operator commands', () => {
     expect(err).toBe(
       `using Redis ${testRedisUrl()} (REDIS_URL), queue prefix ${prefix} (QUEUE_PREFIX), config file none`,
     );
+  });
+
+  describe('credentials and plain http', () => {
+    const checked = async (config: object, env: Record<string, string> = {}) =>
+      (
+        await cli(
+          {
+            PLATFORM_PUBLIC_KEYS: platform.keys.publicKeyBase64,
+            CONFIG_FILE: writeConfig(config),
+            REDIS_URL: testRedisUrl(),
+            ...env,
+          },
+          'config',
+          'check',
+        )
+      ).out;
+    const target = {
+      name: 'ledger',
+      events: ['payment.result'],
+      url: 'https://ledger.example/hooks',
+      secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+    };
+
+    it('when ADMIN_TOKEN is missing, then it says the admin API answers 503 until one is set', async () => {
+      const out = await checked({ targets: [target] });
+      expect(out).toContain('  - no ADMIN_TOKEN: the admin API and its protected routes answer 503 until one is set');
+      expect(await checked({ adminToken: 'admin-token-0123456789abcdef', targets: [target] })).not.toContain(
+        'no ADMIN_TOKEN',
+      );
+    });
+
+    it("when the env example's placeholders are left in place, then it names each one", async () => {
+      const out = await checked(
+        { targets: [target] },
+        {
+          ADMIN_TOKEN: 'change-me-to-32-random-characters',
+          ADMIN_USER: 'ops',
+          ADMIN_PASSWORD: 'change-me-please',
+          GRAFANA_ADMIN_PASSWORD: 'change-me-too',
+        },
+      );
+      for (const name of ['ADMIN_TOKEN', 'ADMIN_PASSWORD', 'GRAFANA_ADMIN_PASSWORD'])
+        expect(out).toContain(`  - ${name} is still the env example's placeholder: set a long random value`);
+      const filled = await checked(
+        { targets: [target] },
+        { ADMIN_TOKEN: 'a3f9c0de41b27785aa01', GRAFANA_ADMIN_PASSWORD: 'k2LmQ9xr8Vw3Zt7p' },
+      );
+      expect(filled).not.toContain('placeholder');
+    });
+
+    it('when a target has no secret, then it says its requests carry no signature', async () => {
+      const { secret: _none, ...unsigned } = target;
+      const out = await checked({ adminToken: 'admin-token-0123456789abcdef', targets: [unsigned] });
+      expect(out).toContain('  - target ledger has no secret: its requests carry no webhook-signature');
+      expect(await checked({ targets: [target] })).not.toContain('has no secret');
+    });
+
+    it('when a target uses http:// to this host, then it does not warn (the docs allow it); to another host it does', async () => {
+      const loopback = ['http://127.0.0.1:4000/hooks', 'http://localhost:4000/hooks', 'http://[::1]:4000/hooks'];
+      const out = await checked({ targets: loopback.map((url, i) => ({ ...target, name: `local${i}`, url })) });
+      expect(out).not.toContain('uses http://');
+      const remote = await checked({ targets: [{ ...target, url: 'http://10.0.0.7/hooks', allowInsecure: true }] });
+      expect(remote).toContain('  - target ledger uses http:// (http://10.0.0.7/hooks)');
+    });
   });
 });

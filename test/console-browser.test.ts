@@ -173,4 +173,45 @@ describe('the console in a real browser', () => {
     }
     await context.close();
   }, 60000);
+
+  it('at 1280 × 800 and 390 × 844, every page keeps its primary actions inside the screen and passes axe', async () => {
+    const pages = [
+      '/admin/console/events',
+      `/admin/console/events?q=${REQUEST_ID}`,
+      '/admin/console/events?target=erp&state=dead_letter',
+      `/admin/console/events/${w.eventId}`,
+      '/admin/console/targets',
+      `/admin/console/confirm/replay?id=${encodeURIComponent(`erp/${w.eventId}`)}`,
+    ];
+    // The links and controls a page is for: navigation, search, and every action button.
+    const primary = 'header nav a, main a.button, main button, form.search input, form.search select';
+    const problems: string[] = [];
+    for (const viewport of [
+      { width: 1280, height: 800 },
+      { width: 390, height: 844 },
+    ]) {
+      const { context, page } = await signedIn(OPERATOR, viewport);
+      for (const url of pages) {
+        await page.goto(`${base}${url}`);
+        const outside = await page.$$eval(
+          primary,
+          (elements, width) =>
+            elements
+              .map((e) => ({ e, r: e.getBoundingClientRect() }))
+              .filter(({ r }) => r.width > 0 && (r.left < -0.5 || r.right > width + 0.5))
+              .map(({ e, r }) => `${(e.textContent ?? '').trim() || e.getAttribute('name')} at ${r.left}–${r.right}`),
+          viewport.width,
+        );
+        expect(outside.length + (await page.$$(primary)).length).toBeGreaterThan(0);
+        for (const o of outside) problems.push(`${viewport.width} px ${url}: ${o} outside the screen`);
+        const scrollWidth = await page.evaluate('document.documentElement.scrollWidth');
+        if (Number(scrollWidth) > viewport.width)
+          problems.push(`${viewport.width} px ${url}: page ${scrollWidth} px wide`);
+        const axe = await new AxeBuilder({ page }).analyze();
+        for (const v of axe.violations) problems.push(`${viewport.width} px ${url}: axe ${v.id} (${v.impact})`);
+      }
+      await context.close();
+    }
+    expect(problems).toEqual([]);
+  }, 120000);
 });

@@ -97,6 +97,21 @@ describe('npm run demo', () => {
           output: '',
         });
       }
+      // Then the admin API's block, labelled as the same operations by another route, run in order after
+      // the CLI's: none fails or answers notFound.
+      expect(out).toContain('the same operations by another route, the admin API (alternatives to the commands above');
+      const apiCommands = out
+        .split('\n')
+        .filter((l) => /^ {2}curl -s /.test(l))
+        .map((l) => l.trim());
+      expect(apiCommands).toHaveLength(5);
+      for (const command of apiCommands) {
+        const shell = run('sh', ['-c', `${command} -w '\nHTTP %{http_code}'`]);
+        const status = await shell.exited;
+        const output = shell.output();
+        expect({ command, status, http: /HTTP (\d+)$/.exec(output)?.[1] }).toEqual({ command, status: 0, http: '200' });
+        expect({ command, notFound: /"notFound":\[[^\]]/.test(output) }).toEqual({ command, notFound: false });
+      }
       // The API's event view, as printed (with the admin token and port).
       const view = out.split('\n').find((l) => /^ {2}curl .*\/admin\/api\/events\/evt_/.test(l));
       expect(view).toBeDefined();

@@ -53,4 +53,19 @@ describe('deploy/env.example and the compose guide', () => {
     expect(guide).toMatch(/docker-compose-plugin|docker-compose-v2/);
     expect(guide).toMatch(/docker-compose` v1/);
   });
+
+  it('every variable compose.yaml requires is in the env example and in the compose guide, the console and Grafana included', () => {
+    const compose = readFileSync(path.join(ROOT, 'compose.yaml'), 'utf8');
+    const required = [...new Set([...compose.matchAll(/\$\{([A-Z_]+):\?/g)].map((m) => m[1]!))].sort();
+    expect(required).toEqual(
+      expect.arrayContaining(['ADMIN_PASSWORD', 'ADMIN_USER', 'CALLBACK_BASE_PATH', 'GRAFANA_ADMIN_PASSWORD']),
+    );
+    const example = readFileSync(EXAMPLE, 'utf8');
+    const guide = readFileSync(path.join(ROOT, 'docs/deploy.md'), 'utf8');
+    const composeSection = guide.slice(guide.indexOf('## Compose'));
+    for (const name of required) {
+      expect({ name, inExample: new RegExp(`^${name}=\\S+$`, 'm').test(example) }).toEqual({ name, inExample: true });
+      expect({ name, inGuide: composeSection.includes(`\`${name}\``) }).toEqual({ name, inGuide: true });
+    }
+  });
 });

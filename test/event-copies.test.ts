@@ -78,7 +78,7 @@ describe('copies of a notification after the first, counted on its event', () =>
       .auth(OPERATOR.username, OPERATOR.password)
       .expect(200);
     expect(page.text).toContain('<dt>Copies after the first</dt>');
-    expect(page.text).toContain('2 duplicates, 1 replay refused');
+    expect(page.text).toContain('2 duplicates, 1 repeat refused');
     expect(page.text).toContain(`the last at <time datetime="${view.copies!.lastAt}">`);
 
     // Still one delivery: the copies were counted, not queued.

@@ -13,6 +13,17 @@ import { FakePlatform } from './support/platform';
 import { TargetServer } from './support/target-server';
 import { tempDir } from './support/temp-dir';
 
+/** A target's delivery in the event view when its filter left the event out: no job, no attempt. */
+const filteredView = (target: string) => ({
+  target,
+  state: 'filtered',
+  attemptsMade: 0,
+  totalAttempts: 0,
+  failedAttempts: [],
+  attempts: [],
+  series: [],
+});
+
 const platform = new FakePlatform();
 let f: ForwardingHarness;
 let usdEur: TargetServer;
@@ -108,14 +119,7 @@ describe('a target with a filter', () => {
     expect(stateOf(view, 'usd-eur')).toBe('filtered');
     expect(stateOf(view, 'sub-42')).toBe('completed');
     expect(stateOf(view, 'everything')).toBe('completed');
-    expect(view.deliveries.find((d: { target: string }) => d.target === 'usd-eur')).toEqual({
-      target: 'usd-eur',
-      state: 'filtered',
-      attemptsMade: 0,
-      failedAttempts: [],
-      attempts: [],
-      series: [],
-    });
+    expect(view.deliveries.find((d: { target: string }) => d.target === 'usd-eur')).toEqual(filteredView('usd-eur'));
     expect(stateOf((await eventView(usd)).body, 'sub-42')).toBe('filtered');
     expect(stateOf((await eventView(usd)).body, 'fx-sub-42')).toBeUndefined(); // not subscribed to payment.result: not a delivery at all
 
@@ -179,9 +183,7 @@ describe('an event every subscribed target filtered out', () => {
     expect(f.logs.find((l) => l.message === 'event kept: no target subscribes to its type')).toBeUndefined();
     const view = (await eventView(id)).body;
     expect(view.state).toBe('completed');
-    expect(view.deliveries).toEqual([
-      { target: 'fx-sub-42', state: 'filtered', attemptsMade: 0, failedAttempts: [], attempts: [], series: [] },
-    ]);
+    expect(view.deliveries).toEqual([filteredView('fx-sub-42')]);
     expect(fxSub42.requests).toHaveLength(0);
   });
 });

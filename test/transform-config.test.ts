@@ -93,11 +93,15 @@ describe('config check and transform test', () => {
       'check',
     );
     expect(code).toBe(0);
-    expect(out).toContain('transforms on the built-in samples:');
-    expect(out).toContain('  ledger payment.result: {"paymentId":"REQ","amount":"980.00"}');
-    expect(out).toContain('  ledger fx.result: null (dropped: nothing sent)');
+    expect(out).toContain("the samples and bodies as the service would take them (the environment's accept rule");
     expect(out).toContain(
-      "  payees payee.result: error: TypeError: cannot read property 'length' of undefined (inline:payees line 2)",
+      '  production payment.result sample: accepted\n    ledger: delivered, transformed: {"paymentId":"REQ","amount":"980.00"}',
+    );
+    expect(out).toContain(
+      '  production fx.result sample: accepted\n    ledger: dropped (the transform returned null: nothing sent)',
+    );
+    expect(out).toContain(
+      "    payees: transform_error: TypeError: cannot read property 'length' of undefined (inline:payees line 2)",
     );
     expect(out).toContain(
       "  - target payees's transform fails on the payee.result sample: TypeError: cannot read property 'length' of undefined (inline:payees line 2)",

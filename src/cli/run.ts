@@ -11,6 +11,7 @@ import { archiveCommand } from './commands/archive';
 import { transformTestCommand } from './commands/transform';
 import { listenCommand } from './commands/listen';
 import { parseEventTypes, sendNotification } from './commands/send';
+import { askOutcome } from './commands/send-report';
 import { cliFailure, errorCode, UsageError } from './errors';
 import { operatorConfig, type OperatorEnv } from './operator-config';
 import { stripControl } from '../logging/printable';
@@ -32,14 +33,22 @@ test notifications:
       --environment NAME             the receiver's environment of the signing key, for the event id printed
                                      (default production)
       --times N                      send the identical request N times (default 1)
+      --set PATH=VALUE               set a body field before signing, e.g. data.merchant_no=M100023 (repeatable)
+      --admin URL                    after a 200, ask this admin port (with ADMIN_TOKEN) what became of the
+                                     notification: routed (each target's state) or quarantined with the reason
 
 configuration:
-  config check                       validate the configuration as the service would, print it with
+  config check [--bodies DIR] [--from-quarantine]
+                                     validate the configuration as the service would, print it with
                                      secrets masked, and warn about risky settings (asks Redis too);
-                                     runs each transform on the built-in sample of each event type
+                                     tries the samples (and the bodies in DIR, each file named for its
+                                     event type, and the quarantined ones) against each environment's
+                                     accept rule and each target's filter and transform
   transform test --target T (--event <event id> | --file body.json --type <event type>)
-                                     what target T would be sent for that event (its transform's
-                                     result, headers with the signature masked), or the error
+      [--environment E] [--merchant-id M]  (with --file: the environment and X-Merch-Id it arrived with)
+                                     the service's steps in its order (schema, the environment's accept
+                                     rule, T's environments and filter, its transform) and where they
+                                     stop, or the request T would be sent (signature masked)
 
 the merchant's side:
   listen --secret whsec_… [options]  receive forwarded events locally, verify their signature, print each one
@@ -133,7 +142,7 @@ async function dispatch(argv: string[], io: CliIo): Promise<number> {
       return archiveCommand(operator(io, useDefaults), rest);
     case 'config':
       if (rest[0] !== 'check') break;
-      return configCheckCommand(io.env, io.out);
+      return configCheckCommand(io.env, io.out, rest.slice(1), io.log);
     case 'transform':
       if (rest[0] !== 'test') break;
       return transformTestCommand(io.env, rest.slice(1), io.out, () => operator(io, useDefaults));
@@ -172,12 +181,15 @@ async function sendCommand(args: string[], io: CliIo): Promise<number> {
       'sub-merchant': { type: 'string' },
       environment: { type: 'string', default: 'production' },
       times: { type: 'string', default: '1' },
+      set: { type: 'string', multiple: true },
+      admin: { type: 'string' },
     },
   });
   if (values.scheme !== 'current' && values.scheme !== 'legacy') throw new UsageError('--scheme is current or legacy');
   const times = Number(values.times);
   if (!Number.isInteger(times) || times < 1)
     throw new UsageError(`--times: not a whole number of at least 1: ${values.times}`);
+  const admin = values.admin !== undefined ? { url: values.admin, token: io.env.ADMIN_TOKEN } : undefined;
   let failed = false;
   for (const type of parseEventTypes(positionals[0])) {
     const results = await sendNotification(type, {
@@ -192,6 +204,7 @@ async function sendCommand(args: string[], io: CliIo): Promise<number> {
       subMerchantId: values['sub-merchant'],
       environment: values.environment,
       times,
+      ...(values.set ? { sets: values.set } : {}),
     });
     for (const r of results) {
       io.out(
@@ -199,6 +212,7 @@ async function sendCommand(args: string[], io: CliIo): Promise<number> {
           `${r.eventId}${r.requestId ? `  request_id ${r.requestId}` : ''}`,
       );
       if (r.status !== 200) failed = true;
+      else if (admin) io.out(`${''.padEnd(26)} ${await askOutcome(admin, r.eventId)}`);
     }
   }
   return failed ? 1 : 0;

@@ -2,7 +2,7 @@ import { ENV_SETTINGS } from './env';
 import { nearest } from '../model/nearest';
 
 /** Variables read besides the settings themselves. */
-const OTHER_VARIABLES = ['CONFIG_FILE'];
+const OTHER_VARIABLES = ['CONFIG_FILE', 'CLI_AUDIT_LOG'];
 
 /**
  * Environment variables that look like a mistyped setting: not a variable the service reads, but

@@ -1,4 +1,6 @@
 import { DEFAULT_ENVIRONMENT, environmentNames } from '../model/environments';
+import { compileFilter } from '../model/filter';
+import { filterDocument } from '../routing/routing';
 import type { Config } from './schema';
 
 /** One platform environment's settings, the flat shorthand resolved. */
@@ -51,6 +53,18 @@ export function withTargetEnvironments(config: Config): { config: Config; defaul
     names.length > 1 ? config.targets.filter((t) => t.environments === undefined).map((t) => t.name) : [];
   const targets = config.targets.map((t) => (t.environments === undefined ? { ...t, environments: [...fallback] } : t));
   return { config: { ...config, targets }, defaulted };
+}
+
+/**
+ * An environment's acceptance rule as the receiver applies it: the rule, in the target-filter syntax,
+ * over the body with `merchantId` from the `X-Merch-Id` header. The receiver and `config check` both
+ * judge with this one function.
+ */
+export function acceptTest(
+  accept: Record<string, unknown>,
+): (payload: unknown, merchantId: string | undefined) => boolean {
+  const test = compileFilter(accept);
+  return (payload, merchantId) => test(filterDocument(payload, merchantId));
 }
 
 function defined<T extends Record<string, unknown>>(fields: T): Partial<T> {

@@ -1,11 +1,9 @@
 import { readFileSync } from 'node:fs';
 import type { KeyObject } from 'node:crypto';
-import { compileFilter } from '../model/filter';
-import { filterDocument } from '../routing/routing';
 import { createSourceAllowlist } from '../model/subnets';
 import { parsePublicKeys, PublicKeyConfigError, type PlatformKey } from '../signature/keys';
 import type { VerifierEnvironment } from '../signature/options';
-import { environmentsOf } from './environments';
+import { acceptTest, environmentsOf } from './environments';
 import { ConfigError } from './errors';
 import type { Config } from './schema';
 
@@ -73,16 +71,13 @@ export function loadEnvironments(
       owners.set(der, { environment: settings.name, source });
     }
     const { accept, sourceCidrs } = settings;
-    const test = accept ? compileFilter(accept) : undefined;
     environments.push({
       name: settings.name,
       keys: keys.map((k) => k.key),
       ...(settings.appId !== undefined ? { appId: settings.appId } : {}),
       ...(settings.merchantId !== undefined ? { merchantId: settings.merchantId } : {}),
       ...(sourceCidrs ? { sourceAllowed: createSourceAllowlist(sourceCidrs) } : {}),
-      ...(test
-        ? { accept: (payload: unknown, merchantId: string | undefined) => test(filterDocument(payload, merchantId)) }
-        : {}),
+      ...(accept ? { accept: acceptTest(accept) } : {}),
     });
   }
   if (problems.length) throw new ConfigError(problems);

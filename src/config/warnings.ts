@@ -58,7 +58,8 @@ export function configWarnings(config: Config): string[] {
     }
   }
   for (const t of config.targets) {
-    if (t.url !== undefined && new URL(t.url).protocol === 'http:')
+    // http:// to this host (127.0.0.0/8, localhost, [::1]) is allowed as documented: nothing crosses a network.
+    if (t.url !== undefined && new URL(t.url).protocol === 'http:' && !isLoopbackUrl(new URL(t.url)))
       warnings.push(
         `target ${t.name} uses http:// (${maskUrl(t.url)}): events and their headers cross the network ` +
           `unencrypted; use https:// unless it stays on this host`,

@@ -245,7 +245,10 @@ async function main(): Promise<number> {
     }
     say('ready commands, from the project directory, while the demo runs:');
     printCommands(cliCommands(facts));
-    say('the same through the admin API:');
+    say(
+      'the same operations by another route, the admin API (alternatives to the commands above, not further ' +
+        'steps; run after them, each still succeeds):',
+    );
     printCommands(apiCommands(facts));
     say(
       `events console: ${adminUrl}/admin/console  (user admin, password ${adminToken}): search a request_id above, ` +

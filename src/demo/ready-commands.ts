@@ -54,7 +54,10 @@ export function cliCommands(f: DemoFacts): ReadyCommand[] {
   ];
 }
 
-/** The admin API's equivalents, for a service that is running. */
+/**
+ * The same operations through the admin API, for a service that is running: alternatives to the CLI
+ * commands, each of which may also be run after them in order without failing.
+ */
 export function apiCommands(f: DemoFacts): ReadyCommand[] {
   const curl = `curl -s -H "Authorization: Bearer ${f.adminToken}"`;
   const json = `-H 'content-type: application/json'`;
@@ -62,10 +65,11 @@ export function apiCommands(f: DemoFacts): ReadyCommand[] {
     { what: 'the event view', command: `${curl} ${f.adminUrl}/admin/api/events/${f.deadLetter.eventId}` },
     { what: 'dead letters', command: `${curl} "${f.adminUrl}/admin/api/dead-letters?target=${f.target}"` },
     {
-      what: 'replay one',
+      // Every dead letter of the target, not the one the CLI's replay above has already delivered: run
+      // after the CLI block, it replays what is left (none) instead of answering notFound.
+      what: `replay the ${f.target}'s dead letters (one by id: {"ids":["${f.target}/<event id>"]})`,
       command:
-        `${curl} ${json} -d '{"ids":["${f.target}/${f.deadLetter.eventId}"]}' ` +
-        `${f.adminUrl}/admin/api/dead-letters/replay`,
+        `${curl} ${json} -d '{"all":true,"target":"${f.target}"}' ` + `${f.adminUrl}/admin/api/dead-letters/replay`,
     },
     {
       what: 'resend',

@@ -140,3 +140,15 @@ export function deliveryStory(
   }
   return series;
 }
+
+/**
+ * How many attempts a delivery made across all its series (BullMQ counts the current series only):
+ * the number the event view, the CLI and the console's list all show.
+ */
+export function attemptsAcrossSeries(
+  job: Pick<Job<DeliveryJob>, 'data' | 'returnvalue' | 'finishedOn' | 'attemptsMade'>,
+  state: string,
+  logs: readonly string[],
+): number {
+  return deliveryStory(job, state, logs).reduce((n, s) => n + s.attempts.length, 0);
+}

@@ -4,7 +4,9 @@ import { requestIdsOf } from '../pipeline/request-index';
 
 export interface EventSummary {
   id: string;
+  /** The event type; absent when the body does not say (a transformed body, or not JSON: `shape` says which). */
   type?: string;
+  shape?: 'transformed' | 'not JSON';
   status?: string;
   requestId?: string;
 }
@@ -38,11 +40,13 @@ export function summarise(body: Buffer, headers: IncomingHttpHeaders): EventSumm
   try {
     parsed = record(JSON.parse(body.toString('utf8')));
   } catch {
-    return { id };
+    return { id, shape: 'not JSON' };
   }
   const standard = parsed !== undefined && parsed.id === id && typeof parsed.type === 'string' && 'data' in parsed;
   const platformBody = standard ? record(parsed!.data) : parsed;
   const forwardedUri = headers['x-forwarded-uri'];
+  // Neither the standard envelope nor the platform's body passed through: a target's transform made it.
+  if (!standard && forwardedUri === undefined) return { id, shape: 'transformed', requestId: requestIdsOf(parsed)[0] };
   return {
     id,
     type: standard
@@ -58,5 +62,8 @@ export function formatSummary(at: Date, s: EventSummary): string {
     s.status !== undefined ? `status=${s.status}` : '',
     s.requestId !== undefined ? `request_id=${s.requestId}` : '',
   ].filter(Boolean);
-  return [at.toISOString(), (s.type ?? '(unknown type)').padEnd(26), s.id, ...fields].join('  ');
+  const type =
+    s.type ??
+    (s.shape === 'transformed' ? '(transformed body)' : s.shape === 'not JSON' ? '(not JSON)' : '(unknown type)');
+  return [at.toISOString(), type.padEnd(26), s.id, ...fields].join('  ');
 }

@@ -1,5 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import type { ArchivedEvent } from '../archive/history';
+import { eventFactsOf } from '../model/event-facts';
 import type { EventView } from './event-view';
 
 /** The archive's own facts of an event shown from it. */
@@ -12,6 +13,7 @@ import type { EventView } from './event-view';
 export function archivedView({ rows, deliveries }: ArchivedEvent, mask: (p: unknown) => unknown): EventView {
   const first = rows[0]!;
   const merchantId = first.headers['x-merch-id'];
+  const payload = payloadOf(first.body, mask);
   return {
     source: 'archive',
     archived: {
@@ -33,11 +35,13 @@ export function archivedView({ rows, deliveries }: ArchivedEvent, mask: (p: unkn
     ...(merchantId !== undefined ? { merchantId } : {}),
     environment: first.environment,
     ...(first.reason !== null ? { quarantineReason: first.reason } : {}),
-    payload: payloadOf(first.body, mask),
+    payload,
+    facts: eventFactsOf(payload),
     deliveries: deliveries.map((d) => ({
       target: d.target,
       state: d.state,
       attemptsMade: d.attempts,
+      totalAttempts: d.attempts,
       ...(d.state === 'delivered' ? { deliveredAt: d.endedAt } : {}),
       endedAt: d.endedAt,
       failedAttempts: [],

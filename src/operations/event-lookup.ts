@@ -1,9 +1,11 @@
 import { filteredTargetsOf } from '../forwarding/fanout-result';
 import { deliveryStory, type AttemptView, type SeriesView } from '../forwarding/delivery-story';
-import { isDropped } from '../model/jobs';
+import { isDropped, type QuarantineJob } from '../model/jobs';
 import { eventDefinition } from '../model/event-table';
+import { eventFactsOf } from '../model/event-facts';
 import type { EventCopies, EventDelivery, EventLookup, FoundEvent } from '../pipeline/lookup';
 import { parsePayload } from '../receiving/parse-payload';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../receiving/json-depth';
 import { traceIdOf } from '../tracing/traceparent';
 import type { ArchiveHistory } from '../archive/history';
 import { archivedView } from './archived-event';
@@ -18,6 +20,7 @@ async function deliveryView(delivery: EventDelivery): Promise<DeliveryView> {
       state: 'unreadable',
       unreadable: delivery.unreadable,
       attemptsMade: 0,
+      totalAttempts: 0,
       failedAttempts: [],
       attempts: [],
       series: [],
@@ -34,6 +37,7 @@ async function deliveryView(delivery: EventDelivery): Promise<DeliveryView> {
     target,
     state: dropped ? 'dropped' : state,
     attemptsMade: job.attemptsMade,
+    totalAttempts: attempts.length,
     deliveredAt:
       state === 'completed' && !dropped && job.finishedOn ? new Date(job.finishedOn).toISOString() : undefined,
     result: job.returnvalue ?? undefined,
@@ -45,7 +49,7 @@ async function deliveryView(delivery: EventDelivery): Promise<DeliveryView> {
 }
 
 function filteredView(target: string): DeliveryView {
-  return { target, state: 'filtered', attemptsMade: 0, failedAttempts: [], attempts: [], series: [] };
+  return { target, state: 'filtered', attemptsMade: 0, totalAttempts: 0, failedAttempts: [], attempts: [], series: [] };
 }
 
 /**
@@ -55,9 +59,29 @@ function filteredView(target: string): DeliveryView {
 function payloadOf(found: FoundEvent): unknown {
   const data = found.job.data;
   if ('payload' in data) return data.payload;
+  if (found.kind === 'quarantine') return quarantinedJsonOf(found.job.data);
   if (found.kind !== 'delivery' || data.rawBodyEncoding !== 'utf8') return undefined;
   const parsed = parsePayload(eventDefinition(data.eventType), data.rawBody);
   return parsed.ok ? parsed.payload : undefined;
+}
+
+/**
+ * A quarantined body that is JSON (whatever its schema says), parsed; undefined when it is not JSON,
+ * or nests too deep to be masked (then it is shown as text).
+ */
+function quarantinedJsonOf(data: QuarantineJob): unknown {
+  if (data.rawBodyEncoding !== 'utf8' || nestsDeeperThan(data.rawBody, MAX_JSON_DEPTH)) return undefined;
+  try {
+    return JSON.parse(data.rawBody) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A quarantined body that is not JSON, as received: shown as text so an operator can judge it. */
+function unparsedBodyOf(found: FoundEvent): Pick<EventView, 'body' | 'bodyEncoding'> {
+  if (found.kind !== 'quarantine' || quarantinedJsonOf(found.job.data) !== undefined) return {};
+  return { body: found.job.data.rawBody, bodyEncoding: found.job.data.rawBodyEncoding };
 }
 
 /**
@@ -126,6 +150,8 @@ export async function findEvent(
     ...(found.kind === 'quarantine' ? { quarantineReason: found.job.data.reason ?? 'invalid' } : {}),
     ...(copies ? { copies } : {}),
     payload,
+    facts: eventFactsOf(payload),
+    ...unparsedBodyOf(found),
     errors: 'errors' in data ? data.errors : undefined,
     deliveries: [...withJobs, ...filtered],
   };

@@ -1,4 +1,6 @@
+import { attemptsAcrossSeries } from '../forwarding/delivery-story';
 import { isEventId } from '../model/ids';
+import { eventFactsOf, type EventFacts } from '../model/event-facts';
 import type { DeliveryJob } from '../model/jobs';
 import type { DeliveryQueue } from '../model/queues';
 import type { EventLookup } from '../pipeline/lookup';
@@ -26,6 +28,7 @@ function archivedRows(event: ArchivedEvent | undefined): SearchRow[] {
     eventType: first.eventType,
     environment: first.environment,
     receivedAt: first.receivedAt.toISOString(),
+    facts: factsOfText(first.body),
     source: 'archive' as const,
   };
   if (event.deliveries.length === 0)
@@ -80,7 +83,10 @@ export interface SearchRow {
   /** Empty for an event with no delivery: unrouted (no target took it) or quarantined. */
   target: string;
   state: DeliveryState | 'unrouted' | 'quarantined' | 'discarded';
+  /** Every attempt of every series (a replay or resend adds a series). */
   attempts: number;
+  /** The platform's request id, amount and currency, from the body. */
+  facts: EventFacts;
   /** The delivery's last change: delivered or dead-lettered, else started or queued. */
   at: string;
   /** Set on a row the archive told (Redis no longer holds the event). */
@@ -115,6 +121,8 @@ interface Delivery {
   attemptsMade: number;
   timestamp: number;
   processedOn?: number;
+  /** The job's log: the attempts of earlier series (see delivery-story.ts). */
+  logs: string[];
   /** What a completed delivery returned (a transform's drop says so). */
   returnvalue?: unknown;
 }
@@ -156,9 +164,10 @@ const iso = (ms: number | undefined) => new Date(ms ?? 0).toISOString();
 
 function rowOf(
   target: string,
-  job: Pick<Delivery, 'data' | 'attemptsMade'>,
+  job: Pick<Delivery, 'data'>,
   state: DeliveryState,
   time: number,
+  attempts: number,
 ): SearchRow {
   return {
     eventId: job.data.eventId,
@@ -167,17 +176,33 @@ function rowOf(
     receivedAt: job.data.receivedAt,
     target,
     state,
-    attempts: job.attemptsMade,
+    attempts,
+    facts: factsOfBody(job.data),
     at: iso(time),
   };
+}
+
+/** The facts of a stored body; none when it cannot be read as JSON. */
+function factsOfBody(data: Pick<DeliveryJob, 'rawBody' | 'rawBodyEncoding'>): EventFacts {
+  return data.rawBodyEncoding === 'utf8' ? factsOfText(data.rawBody) : {};
+}
+
+function factsOfText(body: string | Buffer): EventFacts {
+  try {
+    return eventFactsOf(JSON.parse(body.toString()));
+  } catch {
+    return {};
+  }
 }
 
 /**
  * The delivery row and the rows of the targets its filter left out (one per target, recorded on every delivery job of
  * the event).
  */
-function rowsOf(target: string, job: Delivery, state: DeliveryState, time: number): SearchRow[] {
-  const own = rowOf(target, job, state, time);
+function rowsOf(target: string, job: Delivery, bullState: string, state: DeliveryState, time: number): SearchRow[] {
+  const finishedOn = bullState === 'completed' ? time : undefined;
+  const attempts = attemptsAcrossSeries({ ...job, returnvalue: job.returnvalue, finishedOn }, bullState, job.logs);
+  const own = rowOf(target, job, state, time, attempts);
   return [
     own,
     ...(job.data.filtered ?? []).map((t) => ({ ...own, target: t, state: 'filtered' as const, attempts: 0 })),
@@ -202,11 +227,14 @@ function matches(row: SearchRow, q: SearchQuery): boolean {
 async function readDeliveries(redis: Pipeline['redis'], candidates: readonly Candidate[]): Promise<void> {
   if (candidates.length === 0) return;
   const batch = redis.pipeline();
-  for (const c of candidates)
+  for (const c of candidates) {
     batch.hmget(c.queue.toKey(c.id), 'data', 'timestamp', 'processedOn', 'atm', 'returnvalue');
+    batch.lrange(`${c.queue.toKey(c.id)}:logs`, 0, -1);
+  }
   const answers = (await batch.exec()) ?? [];
   candidates.forEach((c, i) => {
-    const [err, fields] = answers[i] ?? [];
+    const [err, fields] = answers[2 * i] ?? [];
+    const [logsErr, logs] = answers[2 * i + 1] ?? [];
     const [data, timestamp, processedOn, atm, returnvalue] = (err ? [] : (fields as (string | null)[])) ?? [];
     if (!data) return;
     try {
@@ -216,6 +244,7 @@ async function readDeliveries(redis: Pipeline['redis'], candidates: readonly Can
         data: parsed,
         attemptsMade: Number(atm ?? 0),
         timestamp: Number(timestamp ?? 0),
+        logs: logsErr ? [] : ((logs as string[] | null) ?? []),
         ...(processedOn ? { processedOn: Number(processedOn) } : {}),
         ...(returnvalue ? { returnvalue: JSON.parse(returnvalue) as unknown } : {}),
       };
@@ -312,11 +341,16 @@ export function createEventSearch(pipeline: Pipeline, archive?: ArchiveHistory) 
     for (const delivery of await pipeline.deliveriesOf(eventId)) {
       if ('unreadable' in delivery) continue;
       const { target, queue, job } = delivery;
-      const [bullState, paused] = await Promise.all([job.getState(), queue.isPaused()]);
+      const [bullState, paused, logs] = await Promise.all([
+        job.getState(),
+        queue.isPaused(),
+        queue.getJobLogs(job.id ?? ''),
+      ]);
       const state = deliveryStateOf(bullState, job, paused);
-      rows.push(rowOf(target, job, state, job.finishedOn ?? job.processedOn ?? job.timestamp));
+      const attempts = attemptsAcrossSeries(job, bullState, logs.logs);
+      rows.push(rowOf(target, job, state, job.finishedOn ?? job.processedOn ?? job.timestamp, attempts));
       for (const t of job.data.filtered ?? [])
-        if (!rows.some((r) => r.target === t)) rows.push({ ...rowOf(t, job, 'filtered', job.timestamp), attempts: 0 });
+        if (!rows.some((r) => r.target === t)) rows.push(rowOf(t, job, 'filtered', job.timestamp, 0));
     }
     if (rows.length > 0) return rows;
     const found = await pipeline.findEvent(eventId);
@@ -332,6 +366,7 @@ export function createEventSearch(pipeline: Pipeline, archive?: ArchiveHistory) 
         target: '',
         state: found.kind === 'quarantine' ? 'quarantined' : 'unrouted',
         attempts: 0,
+        facts: factsOfBody(data),
         at,
       },
     ];
@@ -418,7 +453,7 @@ export function createEventSearch(pipeline: Pipeline, archive?: ArchiveHistory) 
         atLast.push(`${c.target}/${c.id}`);
         if (!c.delivery) continue;
         const deliveryState = deliveryStateOf(c.bullState, c.delivery, paused.get(c.target) ?? false);
-        for (const row of rowsOf(c.target, c.delivery, deliveryState, c.time)) {
+        for (const row of rowsOf(c.target, c.delivery, c.bullState, deliveryState, c.time)) {
           const key = `${row.target}/${row.eventId}`;
           if (seen.has(key) || !matches(row, query)) continue;
           seen.add(key);

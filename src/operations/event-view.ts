@@ -1,4 +1,5 @@
 import type { AttemptView, SeriesView } from '../forwarding/delivery-story';
+import type { EventFacts } from '../model/event-facts';
 import type { DeliveryFailure } from '../model/jobs';
 import type { EventCopies } from '../pipeline/lookup';
 
@@ -25,7 +26,10 @@ export interface DeliveryView {
   state: string;
   /** Why its job cannot be read, in state `unreadable`. */
   unreadable?: string;
+  /** The attempts of the current series (BullMQ's count, which a replay or resend starts again). */
   attemptsMade: number;
+  /** Every attempt of every series: the count the CLI and the console show. */
+  totalAttempts: number;
   deliveredAt?: string;
   result?: unknown;
   failedReason?: string;
@@ -72,6 +76,14 @@ export interface EventView {
    */
   copies?: EventCopies;
   payload?: unknown;
+  /** The platform's request id, the amount and the currency, read from the body (masked as the payload is). */
+  facts: EventFacts;
+  /**
+   * A quarantined notification's body as received when it is not JSON (so it has no `payload`): its
+   * text, or Base64 when it is not UTF-8 (`bodyEncoding`). Shown as text, never interpreted.
+   */
+  body?: string;
+  bodyEncoding?: 'utf8' | 'base64';
   errors?: string[];
   deliveries: DeliveryView[];
 }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from '../logging/logger';
-import { eventDefinition } from '../model/event-table';
+import { eventDefinition, type EventType } from '../model/event-table';
 import { isRequestJobId } from '../model/ids';
 import { decodeRawBody, eventJob, type QuarantineReason } from '../model/jobs';
 import type { Producer } from '../pipeline/producer';
@@ -138,7 +138,29 @@ export function createQuarantine(
     return out;
   }
 
-  return { list, replay };
+  /** The readable quarantined notifications with their bodies as text (for `config check --from-quarantine`). */
+  async function bodies(limit = 100): Promise<QuarantinedBody[]> {
+    return (await jobs.list(limit))
+      .filter((job): job is QuarantinedJob => !isUnreadable(job))
+      .map(({ id, data }) => ({
+        id: id ?? '',
+        eventType: data.eventType,
+        ...(data.environment ? { environment: data.environment } : {}),
+        ...(data.merchantId !== undefined ? { merchantId: data.merchantId } : {}),
+        body: decodeRawBody(data).toString('utf8'),
+      }));
+  }
+
+  return { list, replay, bodies };
+}
+
+/** A quarantined notification's body, with what the receiver judged it by. */
+export interface QuarantinedBody {
+  id: string;
+  eventType: EventType;
+  environment?: string;
+  merchantId?: string;
+  body: string;
 }
 
 export type Quarantine = ReturnType<typeof createQuarantine>;

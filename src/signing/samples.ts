@@ -21,9 +21,14 @@ const STATUS_BY_TYPE: Record<EventType, Record<string, unknown>> = {
   'payment.result': { status: 'SUCCESS', amount: '980.00', currency: 'EUR', fee: '2.50' },
 };
 
+/** The merchant number the samples carry, as the documented `accept` example names it. */
+export const SAMPLE_MERCHANT_NO = 'M100023';
+
 /**
  * A plausible notification body of each type. The platform publishes no payload shapes, so these
- * are illustrations; only `type` on the remittance notification is fixed by the spec.
+ * are illustrations; only `type` on the remittance notification is fixed by the spec. Each names its
+ * merchant in `data.merchant_no`, the field the documented `accept` example reads: a real body's
+ * field may differ (`config check --from-quarantine` shows which one it is).
  */
 export function sampleBody(type: EventType, opts: { timestamp?: number; merchantId?: string } = {}): string {
   const body: Record<string, unknown> = {
@@ -31,6 +36,7 @@ export function sampleBody(type: EventType, opts: { timestamp?: number; merchant
     ...(opts.timestamp !== undefined ? { timestamp: opts.timestamp } : {}),
     data: {
       request_id: `REQ${Date.now()}${randomBytes(3).toString('hex')}`,
+      merchant_no: SAMPLE_MERCHANT_NO,
       ...(opts.merchantId ? { merch_id: opts.merchantId } : {}),
       ...STATUS_BY_TYPE[type],
     },

@@ -51,8 +51,22 @@ pre{background:#fff;border:1px solid #d5dae1;border-radius:6px;padding:10px;over
 .notice{background:#e8f4ea;border:1px solid #2e7d32;border-radius:6px;padding:8px 12px}
 .error{background:#fde2e1;border:1px solid #a4161a;border-radius:6px;padding:8px 12px}
 .muted{color:#4a5561}
+.facts-line{display:block;font-family:system-ui,sans-serif;font-size:13px;color:#4a5561;word-break:normal}
 .pager{display:flex;gap:12px;align-items:center;margin:8px 0}
 .live{font-size:13px}
+table.cards th[scope=row] .actions{margin:6px 0 0}
+@media (max-width:1500px){table.cards-wide thead{position:absolute;width:1px;height:1px;overflow:hidden;
+  clip-path:inset(50%)}
+  table.cards-wide,table.cards-wide tbody,table.cards-wide tr,table.cards-wide th,table.cards-wide td{display:block}
+  table.cards-wide tr{border-bottom:2px solid #d5dae1;padding:4px 0}
+  table.cards-wide th[scope=row]{background:#eef1f4;white-space:normal}
+  table.cards-wide td{border:0;padding:2px 8px;display:grid;grid-template-columns:minmax(8em,40%) 1fr;gap:8px}
+  table.cards-wide td::before{content:attr(data-label);font-weight:600}}
+@media (max-width:900px){table.cards thead{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%)}
+  table.cards,table.cards tbody,table.cards tr,table.cards td{display:block}
+  table.cards tr{border-bottom:2px solid #d5dae1;padding:4px 0}
+  table.cards td{border:0;padding:2px 8px;display:grid;grid-template-columns:minmax(7em,35%) 1fr;gap:8px}
+  table.cards td::before{content:attr(data-label);font-weight:600}}
 @media (max-width:600px){main{padding:10px}dl.facts{grid-template-columns:1fr}dl.facts dd{margin-bottom:6px}
   form.search label{flex:1 1 100%}}
 `;

@@ -1,6 +1,7 @@
 import { DELIVERY_STATE_LABELS } from '../../operations/delivery-state';
 import type { DeliveryDetail, EventDetail, OrderingView } from '../../operations/event-detail';
 import type { AttemptView, SeriesView } from '../../operations/event-lookup';
+import { whereText } from '../../operations/event-where';
 import { badge, CONSOLE_PATH, html, query, time, type Html } from './html';
 
 const TRIGGER_LABEL: Record<SeriesView['trigger'], string> = {
@@ -64,13 +65,16 @@ function orderingText(o: OrderingView): Html {
   return html`<p>Ordering key <span class="mono">${o.key}</span>: ${where}.</p>`;
 }
 
-/** The copies that arrived after the first: duplicates (answered 200, not queued again) and replays (refused). */
+/**
+ * The copies that arrived after the first: duplicates (answered 200, not queued again) and repeats of
+ * a request already accepted (the platform's or anyone's; refused). "Replay" is the operator's word.
+ */
 function copiesText(e: EventDetail): Html {
   const c = e.copies;
   if (!c) return html`<span class="muted">not counted for a quarantined notification</span>`;
   const n = (count: number, one: string, many: string) => `${count} ${count === 1 ? one : many}`;
   const counts = html`<span data-copies="${c.duplicates} ${c.replays}"
-    >${n(c.duplicates, 'duplicate', 'duplicates')}, ${n(c.replays, 'replay', 'replays')} refused</span
+    >${n(c.duplicates, 'duplicate', 'duplicates')}, ${n(c.replays, 'repeat', 'repeats')} refused</span
   >`;
   return c.lastAt ? html`${counts}; the last at ${time(c.lastAt)}` : counts;
 }
@@ -90,6 +94,13 @@ function deliveryActions(eventId: string, d: DeliveryDetail): Html {
   return parts.length ? html`<div class="actions">${parts}</div>` : html``;
 }
 
+/** Attempts across every series, and per series when there were several. */
+function attemptsWords(d: DeliveryDetail): string {
+  const n = d.totalAttempts;
+  const each = d.series.length > 1 ? ` (${d.series.map((s) => `series ${s.n}: ${s.attempts.length}`).join(', ')})` : '';
+  return `${n} attempt${n === 1 ? '' : 's'}${each}`;
+}
+
 function deliverySection(eventId: string, d: DeliveryDetail, canAct: boolean): Html {
   const label = d.consoleState === 'unreadable' ? 'unreadable' : DELIVERY_STATE_LABELS[d.consoleState];
   const body =
@@ -101,7 +112,12 @@ function deliverySection(eventId: string, d: DeliveryDetail, canAct: boolean): H
         ? html`<p>
             Its delivery job cannot be read, so nothing of it is shown: <span class="mono">${d.unreadable}</span>
           </p>`
-        : html`<div class="table-wrap">
+        : html`<div
+            class="table-wrap"
+            tabindex="0"
+            role="region"
+            aria-label="Attempts to ${d.target}, scrolls sideways"
+          >
             <table aria-label="Attempts to ${d.target}">
               <thead>
                 <tr>
@@ -118,6 +134,7 @@ function deliverySection(eventId: string, d: DeliveryDetail, canAct: boolean): H
           </div>`;
   return html`<section class="delivery" data-target="${d.target}" aria-labelledby="t-${d.target}">
     <h3 id="t-${d.target}">${d.target} ${badge(d.consoleState, label)}</h3>
+    ${d.totalAttempts ? html`<p data-attempts="${d.totalAttempts}">${attemptsWords(d)}</p>` : ''}
     ${d.deliveredAt ? html`<p>Delivered at ${time(d.deliveredAt)}.</p>` : ''}
     ${
       d.consoleState === 'dead_letter' && d.failedReason
@@ -129,9 +146,14 @@ function deliverySection(eventId: string, d: DeliveryDetail, canAct: boolean): H
 }
 
 /** The first facts of an event page, live or archived: its type, when it was received, its environment. */
-export function receiptFacts(e: Pick<EventDetail, 'eventType' | 'receivedAt' | 'environment'>): Html {
+export function receiptFacts(e: Pick<EventDetail, 'eventType' | 'receivedAt' | 'environment' | 'facts'>): Html {
+  const amount = e.facts.amount !== undefined ? `${e.facts.amount} ${e.facts.currency ?? ''}`.trim() : '—';
   return html`<dt>Type</dt>
     <dd>${e.eventType}</dd>
+    <dt>request_id</dt>
+    <dd class="mono" data-request-id>${e.facts.requestId ?? '—'}</dd>
+    <dt>Amount</dt>
+    <dd data-amount>${amount}</dd>
     <dt>Received (UTC)</dt>
     <dd>${time(e.receivedAt)}</dd>
     <dt>Environment</dt>
@@ -144,9 +166,16 @@ export function receiptFacts(e: Pick<EventDetail, 'eventType' | 'receivedAt' | '
  */
 export function eventPage(e: EventDetail, canAct: boolean, done: string | undefined): Html {
   const payload =
-    e.payload === undefined
-      ? html`<p class="muted">No payload to show (the body is not JSON, or no job holds it).</p>`
-      : html`<pre aria-label="Payload, sensitive fields masked">${JSON.stringify(e.payload, null, 2)}</pre>`;
+    e.payload !== undefined
+      ? html`<p class="muted">Sensitive fields are masked.</p>
+          <pre tabindex="0" aria-label="Payload, sensitive fields masked">${JSON.stringify(e.payload, null, 2)}</pre>`
+      : e.body !== undefined
+        ? html`<p class="muted">
+              The body as received:
+              ${e.bodyEncoding === 'base64' ? 'not UTF-8, shown in Base64' : 'not JSON, shown as text'}.
+            </p>
+            <pre tabindex="0" aria-label="Body as received" data-body>${e.body}</pre>`
+        : html`<p class="muted">No payload to show: no job of this event holds its body.</p>`;
   return html`<h1>Event <span class="mono">${e.eventId}</span></h1>
     ${done ? html`<p class="notice" role="status">${done}</p>` : ''}
     <dl class="facts">
@@ -172,11 +201,7 @@ export function eventPage(e: EventDetail, canAct: boolean, done: string | undefi
       <dt>Path</dt>
       <dd class="mono">${e.path}</dd>
       <dt>Where</dt>
-      <dd>
-        ${e.state}${e.quarantineReason ? ` (quarantined: ${e.quarantineReason})` : ''}${
-          e.corrected ? ', replayed with a corrected body' : ''
-        }
-      </dd>
+      <dd data-where="${e.state}">${whereText(e)}${e.corrected ? '; replayed with a corrected body' : ''}</dd>
       ${
         e.errors?.length
           ? html`<dt>Errors</dt>
@@ -200,6 +225,5 @@ export function eventPage(e: EventDetail, canAct: boolean, done: string | undefi
         : html`<p>No target took this event.</p>`
     }
     <h2>Payload</h2>
-    <p class="muted">Sensitive fields are masked.</p>
     ${payload}`;
 }

@@ -1,3 +1,4 @@
+import type { EventFacts } from '../../model/event-facts';
 import { EVENT_TYPES } from '../../model/event-table';
 import { DELIVERY_STATES, DELIVERY_STATE_LABELS } from '../../operations/delivery-state';
 import type { SearchPage, SearchQuery, SearchRow } from '../../operations/event-search';
@@ -69,6 +70,14 @@ function stateLabel(state: string): string {
   return state in DELIVERY_STATE_LABELS ? DELIVERY_STATE_LABELS[state as keyof typeof DELIVERY_STATE_LABELS] : state;
 }
 
+/** The request id, amount and currency under an event's id, when the body has them. */
+export function factsLine(f: EventFacts): Html | '' {
+  const money = f.amount !== undefined ? `${f.amount}${f.currency ? ` ${f.currency}` : ''}` : '';
+  if (f.requestId === undefined && !money) return '';
+  const text = [f.requestId !== undefined ? `request_id ${f.requestId}` : '', money].filter(Boolean).join(' · ');
+  return html`<span class="facts-line" data-facts>${text}</span>`;
+}
+
 /** The search page: the form, then the matching deliveries, newest first, with the way to the next page. */
 export function searchPage(
   form: SearchForm,
@@ -96,7 +105,7 @@ export function searchPage(
     page?.source === 'archive' ? '; rows marked archive come from the archive (Redis no longer holds them)' : '';
   const table = rows.length
     ? html`<div class="table-wrap">
-        <table>
+        <table class="cards">
           <caption class="muted">
             ${rows.length} ${rows.length === 1 ? 'delivery' : 'deliveries'} ${caption}${archiveNote}
           </caption>
@@ -116,16 +125,17 @@ export function searchPage(
             ${rows.map(
               (r) =>
                 html`<tr>
-                  <td>${time(r.at)}</td>
-                  <td>${time(r.receivedAt)}</td>
-                  <td class="mono">
+                  <td data-label="Last change (UTC)">${time(r.at)}</td>
+                  <td data-label="Received (UTC)">${time(r.receivedAt)}</td>
+                  <td class="mono" data-label="Event">
                     <a href="${CONSOLE_PATH}/events/${encodeURIComponent(r.eventId)}">${r.eventId}</a>
+                    ${factsLine(r.facts)}
                   </td>
-                  <td>${r.eventType}</td>
-                  <td>${r.environment ?? ''}</td>
-                  <td>${r.target || html`<span class="muted">none</span>`}</td>
-                  <td>${badge(r.state, stateLabel(r.state))}${fromArchive(r)}</td>
-                  <td>${r.attempts}</td>
+                  <td data-label="Type">${r.eventType}</td>
+                  <td data-label="Environment">${r.environment ?? ''}</td>
+                  <td data-label="Target">${r.target || html`<span class="muted">none</span>`}</td>
+                  <td data-label="State">${badge(r.state, stateLabel(r.state))}${fromArchive(r)}</td>
+                  <td data-label="Attempts" data-attempts="${r.attempts}">${r.attempts}</td>
                 </tr>`,
             )}
           </tbody>

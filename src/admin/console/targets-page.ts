@@ -8,7 +8,7 @@ function rateLimitText(r: TargetOverview['rateLimit']): string {
 function blockedSection(t: TargetOverview, canAct: boolean): Html {
   if (!t.ordered || t.blocked.length === 0) return html``;
   return html`<h3>${t.target}: ordering keys held back by a dead letter</h3>
-    <div class="table-wrap">
+    <div class="table-wrap" tabindex="0" role="region" aria-label="Keys of ${t.target} held back">
       <table>
         <thead>
           <tr>
@@ -52,40 +52,35 @@ export function targetsPage(targets: readonly TargetOverview[], canAct: boolean,
       >${t.deadLetters}</a
     >`;
     const actions = canAct
-      ? html`<td>
-          <div class="actions">
-            ${
-              t.paused
-                ? html`<a class="button secondary" href="${CONSOLE_PATH}/confirm/resume${query({ target: t.target })}"
-                    >Resume…</a
-                  >`
-                : html`<a class="button secondary" href="${CONSOLE_PATH}/confirm/pause${query({ target: t.target })}"
-                    >Pause…</a
-                  >`
-            }${
-              t.deadLetters > 0
-                ? html`<a
-                    class="button secondary"
-                    href="${CONSOLE_PATH}/confirm/replay-all${query({ target: t.target })}"
-                    >Replay dead letters…</a
-                  >`
-                : ''
-            }
-          </div>
-        </td>`
+      ? html`<div class="actions">
+          ${
+            t.paused
+              ? html`<a class="button secondary" href="${CONSOLE_PATH}/confirm/resume${query({ target: t.target })}"
+                  >Resume…</a
+                >`
+              : html`<a class="button secondary" href="${CONSOLE_PATH}/confirm/pause${query({ target: t.target })}"
+                  >Pause…</a
+                >`
+          }${
+            t.deadLetters > 0
+              ? html`<a class="button secondary" href="${CONSOLE_PATH}/confirm/replay-all${query({ target: t.target })}"
+                  >Replay dead letters…</a
+                >`
+              : ''
+          }
+        </div>`
       : '';
     return html`<tr>
-      <th scope="row">${t.target}<br /><span class="muted">${t.where}</span></th>
-      <td>${t.paused ? html`<span class="badge s-paused">paused</span>` : 'no'}</td>
-      <td>${t.deliveredLastHour}</td>
-      <td>${t.deadLetteredLastHour}</td>
-      <td>${t.retrying}</td>
-      <td>${t.pending}</td>
-      <td>${time(t.lastSuccess)}</td>
-      <td>${deadLetters}</td>
-      <td>${t.ordered ? t.blocked.length : html`<span class="muted">not ordered</span>`}</td>
-      <td>${rateLimitText(t.rateLimit)}</td>
-      ${actions}
+      <th scope="row">${t.target}<br /><span class="muted">${t.where}</span>${actions}</th>
+      <td data-label="Paused">${t.paused ? html`<span class="badge s-paused">paused</span>` : 'no'}</td>
+      <td data-label="Delivered, last hour">${t.deliveredLastHour}</td>
+      <td data-label="Dead-lettered, last hour">${t.deadLetteredLastHour}</td>
+      <td data-label="Retrying now">${t.retrying}</td>
+      <td data-label="Queued or waiting">${t.pending}</td>
+      <td data-label="Last success (UTC)">${time(t.lastSuccess)}</td>
+      <td data-label="Dead letters">${deadLetters}</td>
+      <td data-label="Blocked keys">${t.ordered ? t.blocked.length : html`<span class="muted">not ordered</span>`}</td>
+      <td data-label="Rate limit">${rateLimitText(t.rateLimit)}</td>
     </tr>`;
   });
   return html`<h1>Targets</h1>
@@ -94,10 +89,10 @@ export function targetsPage(targets: readonly TargetOverview[], canAct: boolean,
       targets.length === 0
         ? html`<p>No target is configured.</p>`
         : html`<div class="table-wrap">
-            <table>
+            <table class="cards-wide">
               <thead>
                 <tr>
-                  <th scope="col">Target</th>
+                  <th scope="col">Target${canAct ? ' and actions' : ''}</th>
                   <th scope="col">Paused</th>
                   <th scope="col">Delivered, last hour</th>
                   <th scope="col">Dead-lettered, last hour</th>
@@ -107,7 +102,6 @@ export function targetsPage(targets: readonly TargetOverview[], canAct: boolean,
                   <th scope="col">Dead letters</th>
                   <th scope="col">Blocked keys</th>
                   <th scope="col">Rate limit</th>
-                  ${canAct ? html`<th scope="col">Actions</th>` : ''}
                 </tr>
               </thead>
               <tbody>

@@ -6,6 +6,7 @@ import { loadConfigDetailed } from '../../config/load';
 import { describeRedis, maskSecrets } from '../../config/describe';
 import { envWarnings } from '../../config/env-warnings';
 import { configWarnings } from '../../config/warnings';
+import { credentialWarnings } from '../../config/credential-warnings';
 import { checkRedisDurability, durabilityWarnings } from '../../monitoring/redis-durability';
 import type { Config } from '../../config/schema';
 import { createRedisConnector } from '../../redis/connect';
@@ -14,7 +15,9 @@ import { probeDestination } from '../../forwarding/destinations/probe';
 import { ConfigError } from '../../config/errors';
 import type { Target } from '../../model/target-schema';
 import { transformProblems } from '../../transform/check';
-import { transformSamples } from './transform';
+import { parseArgs } from 'node:util';
+import { createLogger } from '../../logging/logger';
+import { bodiesFromDir, printTrials, quarantinedBodies, sampleBodies, type LabelledBody } from './trial-report';
 
 type Out = (line: string) => void;
 
@@ -36,13 +39,33 @@ async function redisWarnings(config: Config, where: string): Promise<string[]> {
   }
 }
 
+/** The bodies `config check` tries: the samples, and those of `--bodies DIR` and `--from-quarantine`. */
+async function bodiesToTry(config: Config, args: string[], log: NodeJS.WritableStream): Promise<LabelledBody[]> {
+  const { values } = parseArgs({
+    args,
+    options: { bodies: { type: 'string' }, 'from-quarantine': { type: 'boolean', default: false } },
+  });
+  return [
+    ...sampleBodies(config),
+    ...(values.bodies !== undefined ? bodiesFromDir(config, values.bodies) : []),
+    ...(values['from-quarantine'] ? await quarantinedBodies(config, createLogger(config.logLevel, log)) : []),
+  ];
+}
+
 /**
- * `config check`: reads the configuration exactly as the service would (a problem, a transform that
- * does not compile included, exits 78 with the reasons), then prints it with secrets masked, what
- * each transform makes of the built-in samples, whether each broker destination is reachable (and,
- * for NATS, whether a stream captures its subjects), and what is valid but risky.
+ * `config check [--bodies DIR] [--from-quarantine]`: reads the configuration exactly as the service
+ * would (a problem, a transform that does not compile included, exits 78 with the reasons), then
+ * prints it with secrets masked; what the service would do with each sample (and each given or
+ * quarantined body): accepted or not by its environment's rule, and per target delivered, filtered,
+ * or the transform's output; whether each broker destination is reachable (and, for NATS, whether a
+ * stream captures its subjects); and what is valid but risky.
  */
-export async function configCheckCommand(env: Record<string, string | undefined>, out: Out): Promise<number> {
+export async function configCheckCommand(
+  env: Record<string, string | undefined>,
+  out: Out,
+  args: string[] = [],
+  log: NodeJS.WritableStream = process.stderr,
+): Promise<number> {
   const loaded = loadConfigDetailed(env);
   const { config } = loaded;
   if (config.role !== 'worker') loadEnvironments(config);
@@ -57,11 +80,15 @@ export async function configCheckCommand(env: Record<string, string | undefined>
   // The merchant's key and the inquiry functions, read and compiled as the workers would.
   const inquiryProblems = await inquiryFunctionProblems(loadApiEnvironments(config, env));
   if (inquiryProblems.length) throw new ConfigError(inquiryProblems);
-  const failedSamples = await transformSamples(config, out);
+  const bodies = await bodiesToTry(config, args, log);
+  out('');
+  out("the samples and bodies as the service would take them (the environment's accept rule, then each target):");
+  const failedSamples = await printTrials(config, bodies, out);
   const warnings = [
     ...envWarnings(env),
     ...loaded.warnings,
     ...configWarnings(config),
+    ...credentialWarnings(config, env),
     ...failedSamples,
     ...(await redisWarnings(config, describeRedis(config))),
   ];

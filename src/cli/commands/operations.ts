@@ -1,8 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { createMasker } from '../../logging/mask';
-import { eventIdsForRequest, findEvent, type EventCopies } from '../../operations/event-lookup';
+import { eventIdsForRequest, findEvent } from '../../operations/event-lookup';
 import { withArchiveIfSet } from './archive';
+import { printEvent } from './event-output';
 import { CorrectionsDisabledError, createQuarantine } from '../../operations/quarantine';
 import { summariseQueues } from '../../monitoring/queue-summary';
 import { createBlockedKeys } from '../../operations/blocked-keys';
@@ -60,14 +61,22 @@ function resendCommand(ctx: OperatorContext, args: string[]): Promise<number> {
   });
 }
 
-/** `event <event id>` or `event --request-id <id>`: where an event is and each delivery's attempts. */
+/**
+ * `event <event id>` or `event --request-id <id>` [--target T] [--json]: where an event is and each
+ * delivery's attempts (T's first), as the console's event page shows it; `--json` prints the admin
+ * API's event view, one JSON document per line.
+ */
 export function eventCommand(ctx: OperatorContext, args: string[]): Promise<number> {
   if (args[0] === 'resend') return resendCommand(ctx, args.slice(1));
   const { config, out } = ctx;
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: true,
-    options: { 'request-id': { type: 'string' } },
+    options: {
+      'request-id': { type: 'string' },
+      target: { type: 'string' },
+      json: { type: 'boolean', default: false },
+    },
   });
   return withQueues(config, (pipeline) =>
     withArchiveIfSet(ctx, async (archive) => {
@@ -78,61 +87,10 @@ export function eventCommand(ctx: OperatorContext, args: string[]): Promise<numb
       let missing = 0;
       for (const id of ids) {
         const event = await findEvent(pipeline, id, mask, archive);
-        if (!event) {
-          out(`${id}: not found`);
-          missing++;
-          continue;
-        }
-        out(
-          `${event.eventId}  ${event.eventType}  ${event.environment ?? ''}  received ${event.receivedAt}  in ` +
-            `${event.queue} (${event.state})`,
-        );
-        if (event.archived)
-          out(
-            `  from the archive (Redis no longer holds it): row ${event.archived.id}, ` +
-              `${event.archived.outcome}, ${event.archived.receipts} receipt(s)`,
-          );
-        if (event.traceId) out(`  trace ${event.traceId}`);
-        if (event.copies) out(`  ${copiesLine(event.copies)}`);
-        if (event.corrected) out('  corrected: its body was replaced by an operator; the platform did not sign it');
-        if (event.errors) out(`  quarantined: ${event.errors.join('; ')}`);
-        out(
-          formatTable(
-            ['TARGET', 'STATE', 'ATTEMPTS', 'DELIVERED AT', 'LAST ERROR'],
-            // The last error of the current series: one a replay or resend has since put right is in the story below.
-            event.deliveries.map((d) => [
-              d.target,
-              d.state,
-              d.attemptsMade,
-              d.deliveredAt,
-              d.unreadable ??
-                d.series
-                  .at(-1)
-                  ?.attempts.filter((a) => a.outcome === 'failed')
-                  .at(-1)?.error,
-            ]),
-          ),
-        );
-        const attempts = event.deliveries.flatMap((d) => d.attempts);
-        if (attempts.length) {
-          // One row per series start (what started it, who, when), then its attempts, numbered within it.
-          const rows = event.deliveries.flatMap((d) =>
-            d.series.flatMap((s) => [
-              [d.target, `${s.n}`, s.at, `series ${s.n}: ${s.trigger}`, '', '', '', `by ${s.by}`],
-              ...s.attempts.map((a) => [
-                a.target ?? d.target,
-                `${s.n}.${a.attempt}`,
-                a.at,
-                a.outcome,
-                'status' in a ? a.status : '',
-                'errorClass' in a ? a.errorClass : '',
-                a.latencyMs === undefined ? '' : `${a.latencyMs} ms`,
-                'responseExcerpt' in a ? a.responseExcerpt?.replace(/\s+/g, ' ').slice(0, 60) : '',
-              ]),
-            ]),
-          );
-          out(formatTable(['TARGET', '#', 'AT', 'OUTCOME', 'STATUS', 'CLASS', 'LATENCY', 'ANSWER'], rows));
-        }
+        if (!event) missing++;
+        if (values.json) out(JSON.stringify(event ?? { eventId: id, error: 'not_found' }));
+        else if (event) printEvent(event, out, values.target);
+        else out(`${id}: not found`);
       }
       return missing ? 1 : 0;
     }),
@@ -234,13 +192,4 @@ export function targetCommand(ctx: OperatorContext, args: string[]): Promise<num
     }
     throw new UsageError('target takes list, pause <name>, resume <name>, blocked <name> or release <name> <key>');
   });
-}
-
-/** The copies of an event that came after the first, in words. */
-function copiesLine({ duplicates, replays, lastAt }: EventCopies): string {
-  const n = (count: number, word: string) => `${count} ${word}${count === 1 ? '' : 's'}`;
-  return (
-    `copies after the first: ${n(duplicates, 'duplicate')}, ` +
-    `${n(replays, 'replay')} refused${lastAt ? `; the last at ${lastAt}` : ''}`
-  );
 }

@@ -23,6 +23,8 @@ export interface SendOptions {
   environment?: string;
   /** Send the very same signed request this many times (to see replays answered). */
   times: number;
+  /** `path=value` settings applied to the body before it is signed, e.g. `data.merchant_no=M1` (values are strings). */
+  sets?: readonly string[];
 }
 
 export interface SendResult {
@@ -40,9 +42,10 @@ export async function sendNotification(type: EventType, opts: SendOptions): Prom
   const privateKey = readFileSync(opts.keyFile, 'utf8');
   const target = `${opts.basePath}${eventDefinition(type).path}`;
   const now = Date.now();
-  const text = opts.bodyFile
+  const given = opts.bodyFile
     ? readFileSync(opts.bodyFile === '-' ? 0 : opts.bodyFile, 'utf8')
     : sampleBody(type, opts.scheme === 'legacy' ? { timestamp: now, merchantId: opts.merchantId } : {});
+  const text = opts.sets?.length ? withSettings(given, opts.sets) : given;
   const body = Buffer.from(text, 'utf8');
   const signature =
     opts.scheme === 'legacy'
@@ -66,6 +69,31 @@ export function parseEventTypes(arg: string | undefined): EventType[] {
   if (arg === 'all') return [...EVENT_TYPES];
   if (!isEventType(arg)) throw new UsageError(`unknown event type "${arg}"; one of: ${EVENT_TYPES.join(', ')}, all`);
   return [arg];
+}
+
+/** The body with each `path=value` set (objects on the path made when missing); the rest as it was. */
+export function withSettings(text: string, sets: readonly string[]): string {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new Error('--set needs a JSON body');
+  }
+  for (const setting of sets) {
+    const at = setting.indexOf('=');
+    if (at <= 0) throw new Error(`--set takes path=value, e.g. data.merchant_no=M100023 (got "${setting}")`);
+    const parts = setting.slice(0, at).split('.');
+    if (parts.some((p) => p === '' || p === '__proto__' || p === 'constructor' || p === 'prototype'))
+      throw new Error(`--set: "${setting.slice(0, at)}" is not a field path`);
+    let node = body as Record<string, unknown>;
+    for (const part of parts.slice(0, -1)) {
+      const next = node[part];
+      if (typeof next !== 'object' || next === null || Array.isArray(next)) node[part] = {};
+      node = node[part] as Record<string, unknown>;
+    }
+    node[parts.at(-1)!] = setting.slice(at + 1);
+  }
+  return JSON.stringify(body);
 }
 
 function requestIdOf(text: string): string | undefined {

@@ -9,85 +9,19 @@ import { maskHeaders } from '../../logging/mask-headers';
 import { maskUrl } from '../../logging/mask-url';
 import { DEFAULT_ENVIRONMENT } from '../../model/environments';
 import { EVENT_TYPES, type EventType } from '../../model/event-table';
-import { eventIdFor } from '../../model/ids';
-import { toDeliveryJob, type DeliveryFields } from '../../model/jobs';
-import { subscribes, type Target } from '../../model/target-schema';
-import { sampleBody } from '../../signing/samples';
-import { tryTransform } from '../../transform/check';
-import type { TransformInput } from '../../transform/sandbox';
+import { decodeRawBody, toDeliveryJob } from '../../model/jobs';
+import type { Target } from '../../model/target-schema';
+import { deliveryFieldsOf, targetTrialText, tryBody, type TrialBody } from '../../operations/trial';
 import type { OperatorContext } from '../operator-context';
 import { withQueues } from '../with-queues';
 
 type Out = (line: string) => void;
 
-function inputOf(
-  event: Pick<
-    DeliveryFields,
-    'eventId' | 'eventType' | 'receivedAt' | 'environment' | 'merchantId' | 'rawBody' | 'rawBodyEncoding'
-  >,
-): TransformInput {
-  const raw = event.rawBodyEncoding === 'utf8' ? event.rawBody : Buffer.from(event.rawBody, 'base64').toString('utf8');
-  return {
-    event: {
-      id: event.eventId,
-      type: event.eventType,
-      timestamp: event.receivedAt,
-      environment: event.environment ?? null,
-      merchantId: event.merchantId ?? null,
-    },
-    raw,
-  };
-}
-
-/** A received event made from a body and a type, as the receiver would store it (no signature headers). */
-function eventFromBody(type: EventType, body: string, environment: string): DeliveryFields {
-  return {
-    eventId: eventIdFor(type, environment, Buffer.from(body)),
-    eventType: type,
-    receivedAt: new Date().toISOString(),
-    path: '',
-    rawBody: body,
-    rawBodyEncoding: 'utf8',
-    signatureHeaders: {},
-    environment,
-  };
-}
-
 /**
- * `config check`'s part: each target's transform run on the built-in sample of every event type it
- * subscribes to, with what it would send or the error. Returns the failures, as warnings.
- */
-export async function transformSamples(config: Config, out: Out): Promise<string[]> {
-  const targets = config.targets.filter((t) => t.transform !== undefined);
-  if (targets.length === 0) return [];
-  const warnings: string[] = [];
-  const environment = config.environments
-    ? (Object.keys(config.environments)[0] ?? DEFAULT_ENVIRONMENT)
-    : DEFAULT_ENVIRONMENT;
-  out('');
-  out('transforms on the built-in samples:');
-  for (const target of targets) {
-    const types = EVENT_TYPES.filter((type) => subscribes(target, type));
-    const results = await tryTransform(
-      target,
-      types.map((type) => inputOf(eventFromBody(type, sampleBody(type), target.environments?.[0] ?? environment))),
-    );
-    types.forEach((type, i) => {
-      const r = results[i]!;
-      if ('error' in r) {
-        out(`  ${target.name} ${type}: error: ${r.error}`);
-        warnings.push(`target ${target.name}'s transform fails on the ${type} sample: ${r.error}`);
-      } else {
-        out(`  ${target.name} ${type}: ${r.body === null ? 'null (dropped: nothing sent)' : r.body}`);
-      }
-    });
-  }
-  return warnings;
-}
-
-/**
- * `transform test --target NAME (--event <event id> | --file body.json --type <event type>)`: what
- * the target would be sent for that event (headers, signature masked, and body), or the error.
+ * `transform test --target NAME (--event <event id> | --file body.json --type <event type>)`: the
+ * service's steps for that body and target, in the service's order (the schema, the environment's
+ * accept rule, the target's environments and filter, its transform), and where they stop; when the
+ * target would be sent something, the request (headers, signature masked, and body).
  */
 export async function transformTestCommand(
   env: Record<string, string | undefined>,
@@ -102,6 +36,8 @@ export async function transformTestCommand(
       event: { type: 'string' },
       file: { type: 'string' },
       type: { type: 'string' },
+      environment: { type: 'string' },
+      'merchant-id': { type: 'string' },
     },
   });
   if (!values.target)
@@ -117,15 +53,27 @@ export async function transformTestCommand(
     return withQueues(ctx.config, async (pipeline) => {
       const found = await pipeline.findEvent(eventId);
       if (!found) throw new UsageError(`no event ${eventId} (not found in the queues: unknown, or past its retention)`);
-      return show(target, found.job.data, out);
+      const data = found.job.data;
+      const body = {
+        eventType: data.eventType,
+        environment: data.environment ?? DEFAULT_ENVIRONMENT,
+        body: decodeRawBody(data).toString('utf8'),
+        ...(data.merchantId !== undefined ? { merchantId: data.merchantId } : {}),
+      };
+      return show(ctx.config, target, body, out);
     });
   }
   const type = values.type as EventType | undefined;
   if (!type || !EVENT_TYPES.includes(type)) throw new UsageError(`--type is one of ${EVENT_TYPES.join(', ')}`);
   const config = loadConfigDetailed({ ...env, ROLE: 'worker' }).config;
   const target = targetNamed(config, values.target);
-  const body = readFileSync(values.file!, 'utf8');
-  return show(target, eventFromBody(type, body, target.environments?.[0] ?? DEFAULT_ENVIRONMENT), out);
+  const body = {
+    eventType: type,
+    environment: values.environment ?? target.environments?.[0] ?? DEFAULT_ENVIRONMENT,
+    body: readFileSync(values.file!, 'utf8'),
+    ...(values['merchant-id'] !== undefined ? { merchantId: values['merchant-id'] } : {}),
+  };
+  return show(config, target, body, out);
 }
 
 function targetNamed(config: Config, name: string): Target {
@@ -137,24 +85,41 @@ function targetNamed(config: Config, name: string): Target {
   return target;
 }
 
-async function show(target: Target, event: DeliveryFields, out: Out): Promise<number> {
-  let transformed: string | undefined;
-  if (target.transform === undefined) {
-    out(`target ${target.name} has no transform: it is sent the standard envelope`);
-  } else {
-    const [result] = await tryTransform(target, [inputOf(event)]);
-    if (!result || 'error' in result) {
-      out(`transform_error: ${result?.error ?? 'no result'}`);
-      return 1;
-    }
-    if (result.body === null) {
-      out(`dropped: the transform returned null; nothing would be sent to ${target.name}`);
-      return 0;
-    }
-    transformed = result.body;
+async function show(config: Config, target: Target, body: TrialBody, out: Out): Promise<number> {
+  const trial = await tryBody(config, body, [target]);
+  if (trial.outcome === 'invalid') {
+    out(`invalid: ${trial.errors.join('; ')}; the service quarantines it and sends ${target.name} nothing`);
+    return 0;
   }
-  const req = buildRequest(toDeliveryJob(event, target.name), target, createSigner(target), new Date(), transformed);
-  out(`POST ${maskUrl(target.url ?? '')}`);
+  if (trial.outcome === 'not_accepted') {
+    out(`not_accepted: the ${trial.environment} environment's accept rule leaves it out; quarantined, nothing sent`);
+    return 0;
+  }
+  const result = trial.targets[0];
+  if (!result) {
+    out(`not sent: ${target.name} does not subscribe to ${body.eventType}`);
+    return 0;
+  }
+  if (result.outcome === 'transform_error') {
+    out(`transform_error: ${result.error}`);
+    return 1;
+  }
+  if (result.outcome !== 'delivered') {
+    out(`${targetTrialText(result)}; nothing would be sent to ${target.name}`);
+    return 0;
+  }
+  if (target.transform === undefined) out(`target ${target.name} has no transform: it is sent the standard envelope`);
+  const event = deliveryFieldsOf(body);
+  const req = buildRequest(
+    toDeliveryJob(event, target.name),
+    target,
+    createSigner(target),
+    new Date(),
+    result.transformed,
+  );
+  out(
+    `POST ${target.url !== undefined ? maskUrl(target.url) : `(${target.destination?.type ?? 'broker'} destination)`}`,
+  );
   for (const [name, value] of Object.entries(maskHeaders(req.headers))) out(`${name}: ${value}`);
   out('');
   out(typeof req.body === 'string' ? req.body : req.body.toString('utf8'));
