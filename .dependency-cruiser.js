@@ -14,7 +14,7 @@ const LAYERS = [
   'transform', // targets' transforms: the sandbox threads (QuickJS) that run them, exact numbers
   'config', // the typed configuration, read and checked once
   'redis', // connections, TLS, coalesced writes, the Lua loader and BullMQ's embedded scripts
-  'postgres', // PostgreSQL pools that close within a bound, failures classified by SQLSTATE
+  'postgres', // PostgreSQL pools that close within a bound, transactions, failures classified by SQLSTATE
   'ordering', // the per-key sequences of ordered delivery
   'pipeline', // the queue registry, the producer (the only writer of jobs), the event lookup
   'monitoring', // Prometheus series, queue and ordering gauges, Redis durability

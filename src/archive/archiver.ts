@@ -8,7 +8,7 @@ import { migrate } from './migrations';
 import { dropMonthsBefore } from './partitions';
 import { sortEntries, type StreamEntry } from './entries';
 import { writeBatch } from './write-batch';
-import { pgErrorClass } from './pg-pool';
+import { pgErrorClass } from '../postgres/failure';
 
 const GROUP = 'archiver';
 const BLOCK_MS = 1000;

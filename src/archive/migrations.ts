@@ -1,6 +1,6 @@
 import type { Pool } from 'pg';
 import { ServiceError } from '../model/errors';
-import { inTransaction } from './pg-pool';
+import { inTransaction } from '../postgres/transaction';
 
 /** The schema every table of the archive lives in. */
 export const SCHEMA = 'webhook_archive';

@@ -4,7 +4,9 @@ import type { Logger } from '../logging/logger';
 import { keyPrefix } from '../model/names';
 import type { RedisConnector } from '../redis/connect';
 import { startArchiver, type RunningArchiver } from './archiver';
-import { createPgPool, describePg } from './pg-pool';
+import { maskUrl } from '../logging/mask-url';
+import { createPgPool } from '../postgres/pool';
+import { ARCHIVE_POOL } from './pool-settings';
 
 export interface OpenArchive {
   pool: Pool;
@@ -23,12 +25,15 @@ export interface OpenArchive {
 export function openArchive(config: Config, redis: RedisConnector, logger: Logger): OpenArchive | undefined {
   const url = config.archive.url;
   if (url === undefined) return undefined;
-  const description = describePg(url);
-  const pool = createPgPool(url, (err) =>
-    logger.repeated('warn', 'archive:idle-client', 'archive: a PostgreSQL connection failed', {
-      error: err.message,
-    }),
-  );
+  const description = maskUrl(url);
+  const pg = createPgPool(url, {
+    ...ARCHIVE_POOL,
+    onIdleError: (err) =>
+      logger.repeated('warn', 'archive:idle-client', 'archive: a PostgreSQL connection failed', {
+        error: err.message,
+      }),
+  });
+  const pool = pg.pool;
   logger.info('archive', { at: description, retainDays: config.archive.retainDays });
   let archiver: RunningArchiver | undefined;
   let connection: ReturnType<RedisConnector['open']> | undefined;
@@ -54,7 +59,7 @@ export function openArchive(config: Config, redis: RedisConnector, logger: Logge
     async close() {
       await archiver?.close();
       connection?.disconnect();
-      await pool.end();
+      await pg.close(ARCHIVE_POOL.timeoutMs);
     },
   };
 }

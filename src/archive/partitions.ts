@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import { inTransaction } from './pg-pool';
+import { inTransaction } from '../postgres/transaction';
 import { SCHEMA } from './migrations';
 import { nextMonth } from './chain';
 

@@ -1,6 +1,6 @@
 import type { Pool, PoolClient } from 'pg';
 import { SCHEMA } from './migrations';
-import { inTransaction } from './pg-pool';
+import { inTransaction } from '../postgres/transaction';
 import { ensurePartitions } from './partitions';
 import { genesis, monthOf, rowHash, type NotificationFacts } from './chain';
 import type { NewNotification, Replay, SortedEntries } from './entries';

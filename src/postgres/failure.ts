@@ -48,3 +48,13 @@ export function pgFailure(err: unknown): PgFailure {
   // No SQLSTATE: the connection could not be made or was lost, or the client gave up waiting.
   return { transient: true, ...(code === undefined ? {} : { code }), message: text };
 }
+
+/**
+ * The SQLSTATE class of a PostgreSQL error (`08` connection exception, `57` operator intervention such
+ * as a shutdown, `53` insufficient resources), or `network` for a socket that never reached it.
+ */
+export function pgErrorClass(err: unknown): string {
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string' && isSqlstate(code)) return code.slice(0, 2);
+  return 'network';
+}

@@ -9,6 +9,8 @@ export interface PgPoolOptions {
   size: number;
   /** Opening a connection gives up after this long, and so does waiting for a statement's answer. */
   timeoutMs: number;
+  /** Waiting for a statement's answer gives up after this long instead; 0: never (long reads, migrations). */
+  statementTimeoutMs?: number;
   /** Told once per error of an idle connection (the server restarted, the network dropped it). */
   onIdleError?: (err: Error) => void;
 }
@@ -30,7 +32,7 @@ export function createPgPool(url: string, options: PgPoolOptions): PgPool {
     max: Math.max(1, Math.min(MAX_POOL_SIZE, options.size)),
     connectionTimeoutMillis: options.timeoutMs,
     // A server that stops answering mid-statement: the client gives up and the pool drops that connection.
-    query_timeout: options.timeoutMs,
+    query_timeout: options.statementTimeoutMs ?? options.timeoutMs,
     idleTimeoutMillis: 30_000,
     application_name: 'webhook-receiver',
   });

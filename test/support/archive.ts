@@ -1,5 +1,6 @@
 import { Client, type Pool } from 'pg';
-import { createPgPool } from '../../src/archive/pg-pool';
+import { ARCHIVE_POOL } from '../../src/archive/pool-settings';
+import { createPgPool } from '../../src/postgres/pool';
 import { startArchiver, type RunningArchiver } from '../../src/archive/archiver';
 import { createLogger } from '../../src/logging/logger';
 import { keyPrefix } from '../../src/model/names';
@@ -62,7 +63,8 @@ export async function buildArchiveHarness(
   const url = await freshDatabase(name);
   const h = buildHarness({ ARCHIVE_URL: url, ...env });
   await h.ready();
-  const pool = createPgPool(url, () => undefined);
+  const pg = createPgPool(url, ARCHIVE_POOL);
+  const pool = pg.pool;
   const prefix = keyPrefix(h.config.queuePrefix);
   let running: { archiver: RunningArchiver; redis: RedisClient } | undefined;
   const harness: ArchiveHarness = {
@@ -89,7 +91,7 @@ export async function buildArchiveHarness(
     },
     async close() {
       await harness.stopArchiver();
-      await pool.end();
+      await pg.close(ARCHIVE_POOL.timeoutMs);
       await h.close();
     },
   };

@@ -1,6 +1,8 @@
 import { parseArgs } from 'node:util';
 import type { Pool } from 'pg';
-import { createPgPool, describePg } from '../../archive/pg-pool';
+import { ARCHIVE_POOL } from '../../archive/pool-settings';
+import { maskUrl } from '../../logging/mask-url';
+import { createPgPool } from '../../postgres/pool';
 import { verifyArchive } from '../../archive/verify';
 import { exportEvidence } from '../../archive/export';
 import { formatTable } from '../table';
@@ -11,12 +13,12 @@ import type { OperatorContext } from '../operator-context';
 export async function withArchive<T>(ctx: OperatorContext, use: (pool: Pool) => Promise<T>): Promise<T> {
   const url = ctx.config.archive.url;
   if (url === undefined) throw new Error('no archive configured: set ARCHIVE_URL (a postgresql:// connection string)');
-  ctx.out(`archive: ${describePg(url)}`);
-  const pool = createPgPool(url, () => undefined, { max: 1 });
+  ctx.out(`archive: ${maskUrl(url)}`);
+  const pg = createPgPool(url, { ...ARCHIVE_POOL, size: 1 });
   try {
-    return await use(pool);
+    return await use(pg.pool);
   } finally {
-    await pool.end();
+    await pg.close(ARCHIVE_POOL.timeoutMs);
   }
 }
 
