@@ -55,6 +55,7 @@ it('SIGKILLed while expectations are open, restarted: none is lost, none is aske
     });
 
   service = await ServiceProcess.startQuiet(env);
+  await service.waitForReady();
   // Due over the next few seconds: some before the first kill, some between kills, some after.
   for (let i = 0; i < EXPECTED; i++) {
     const res = await admin(service, '', {
@@ -70,6 +71,7 @@ it('SIGKILLed while expectations are open, restarted: none is lost, none is aske
     await waitUntil(() => standIn.inquiries.length > asked, 15000, 'an inquiry');
     expect(await service.kill('SIGKILL')).toBe('SIGKILL');
     service = await ServiceProcess.startQuiet(env);
+    await service.waitForReady();
   }
 
   const s = service;

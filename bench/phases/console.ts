@@ -106,7 +106,7 @@ export async function runConsolePhase(ctx: BenchContext): Promise<ConsolePhase> 
     );
     const firstPage = await measure(
       () => '/admin/console/events',
-      (b) => (b.match(/<tr><td><time/g) ?? []).length === 50,
+      (b) => (b.match(/<tr[^>]*>\s*<td[^>]*><time/g) ?? []).length === 50,
       'list, first page',
     );
     const filtered = await measure(

@@ -83,6 +83,14 @@ export class ServiceProcess {
     return this.ports?.admin ?? Number(this.lines.find((l) => l.message === 'admin listening')?.port);
   }
 
+  /** Waits until /readyz answers 200: Redis is connected, so the admin API can act. */
+  async waitForReady(timeoutMs = 20000): Promise<void> {
+    await this.waitUntil(async () => {
+      const res = await fetch(`http://127.0.0.1:${this.adminPort}/readyz`).catch(() => undefined);
+      return res?.status === 200;
+    }, timeoutMs);
+  }
+
   private async waitUntil(ready: () => Promise<boolean>, timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (!(await ready())) {
