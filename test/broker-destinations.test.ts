@@ -403,7 +403,7 @@ describe('a broker target in the configuration', () => {
       [],
     );
     expect(problems({})).toEqual([
-      ': target "bus": give exactly one of url (an HTTP endpoint) and destination (a message broker: { type: amqp | nats | redis-stream, … })',
+      ': target "bus": give exactly one of url (an HTTP endpoint) and destination (a message broker or database: { type: amqp | nats | redis-stream | postgres, … })',
     ]);
     expect(
       problems({
@@ -412,7 +412,7 @@ describe('a broker target in the configuration', () => {
       }),
     ).toEqual([expect.stringMatching(/^destination: target "bus": give exactly one of url/)]);
     expect(problems({ destination: { type: 'kafka', url: 'kafka://k' } })).toEqual([
-      'destination.type: unknown destination type "kafka": amqp, nats or redis-stream',
+      'destination.type: unknown destination type "kafka": amqp, nats, redis-stream or postgres',
     ]);
     expect(problems({ destination: { type: 'nats', servers: ['http://n:4222'], subject: 'a.{event}' } })).toEqual([
       'destination.servers.0: must be nats://host:port or tls://host:port',
