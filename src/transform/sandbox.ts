@@ -88,6 +88,11 @@ function quickjsWasm(): Promise<WebAssembly.Module> {
  */
 const THREAD_FILE = path.join(__dirname, `thread-main${path.extname(__filename)}`);
 const THREAD_LOADER = path.extname(__filename) === '.ts' ? ['--require', 'ts-node/register/transpile-only'] : [];
+/**
+ * Run from source, the thread's heap also holds ts-node and the TypeScript compiler it loads: that much
+ * more, so a transform gets the same room as in a build.
+ */
+const LOADER_HEAP_MB = THREAD_LOADER.length ? 96 : 0;
 
 interface Pending {
   call: ThreadCall;
@@ -146,7 +151,7 @@ export function startSandbox(code: TransformCode, { timeoutMs, maxBytes }: Trans
     const thread = new Worker(THREAD_FILE, {
       workerData,
       execArgv: THREAD_LOADER,
-      resourceLimits: { maxOldGenerationSizeMb: THREAD_HEAP_MB },
+      resourceLimits: { maxOldGenerationSizeMb: THREAD_HEAP_MB + LOADER_HEAP_MB },
       stdout: true,
       stderr: true,
     });
