@@ -13,7 +13,7 @@ import { createMasker } from './logging/mask';
 import type { Metrics } from './monitoring/metrics';
 import type { Pipeline } from './pipeline/pipeline';
 import { createSignatureCheck } from './signature/check';
-import { expectationArrivals } from './reconciliation/arrivals';
+import { expectedNotifications } from './reconciliation/arrivals';
 import { createExpectationStore } from './reconciliation/store';
 
 export interface RunningReceiver {
@@ -65,8 +65,8 @@ export function buildReceiverApp({
     sourceAllowed: sourceCidrs.length > 0 ? createSourceAllowlist(sourceCidrs) : undefined,
     trustProxy: config.trustProxy,
     bodyBudget: new BodyBudget(config.unverifiedBodyBudgetBytes),
-    arrived: expectationArrivals(
-      createExpectationStore(pipeline.redis, pipeline.prefix),
+    expectations: expectedNotifications(
+      createExpectationStore(pipeline.redis, pipeline.prefix, { archive: pipeline.options.archive === true }),
       config.expectations,
       metrics,
       logger,

@@ -55,7 +55,10 @@ export async function startService(
   const reconciler =
     config.role !== 'receiver'
       ? startReconciler({
-          store: createExpectationStore(pipeline.redis, pipeline.prefix),
+          store: createExpectationStore(pipeline.redis, pipeline.prefix, {
+            archive: pipeline.options.archive === true,
+            dedupWindowMs: pipeline.options.dedupWindowMs,
+          }),
           settings: config.expectations,
           environments: apiEnvironments,
           environmentNames: environmentNames(config),

@@ -9,6 +9,8 @@ import { sampleBody } from '../src/signing/samples';
 import { signLegacy } from '../src/signing/sign';
 import type { DeliveryJob, EventJob } from '../src/model/jobs';
 import { buildHarness, type Harness } from './support/harness';
+import { createExpectationStore } from '../src/reconciliation/store';
+import { waitUntil } from './support/forwarding-harness';
 import { counterValue } from './support/metric-value';
 import { FakePlatform } from './support/platform';
 import { RedisServer } from './support/redis-server';
@@ -68,13 +70,38 @@ describe('one Redis call per notification', () => {
     ['current', () => platform.signed('payment.result')],
     ['legacy', legacyNotification],
   ])(
-    'when a %s-scheme notification is accepted, then the receiver stored it with exactly one EVALSHA, then checked its expectations once',
+    'when a %s-scheme notification is accepted and no expectation waits for it, then the receiver sent exactly one EVALSHA',
     async (_scheme, make) => {
       const sent = await sentDuring(() => platform.send(h.app, make()).expect(200));
-      // The acknowledgement is the one EVALSHA; the EVAL after it meets an expectation of its request_id, if any.
-      expect(sent).toEqual(['evalsha', 'eval']);
+      expect(sent).toEqual(['evalsha']);
     },
   );
+
+  it('when an expectation waits for the notification, then the ingest script says so and one more EVALSHA meets it', async () => {
+    const store = createExpectationStore(h.pipeline.redis, h.pipeline.prefix);
+    const { expectation } = await store.create(
+      {
+        eventType: 'payment.result',
+        environment: 'production',
+        requestId: 'ATOMIC-EXPECTED-1',
+        dueByMs: Date.now() + 60_000,
+        createdBy: 'test',
+      },
+      10,
+      Date.now(),
+    );
+    // Loads the expectation's script into Redis, so the call measured is the cached one.
+    await store.arrived('production', 'payment.result', 'ATOMIC-WARM-1', 'evt_warm', Date.now());
+    const body = '{"type":"MERCH","data":{"request_id":"ATOMIC-EXPECTED-1","status":"SUCCESS"}}';
+    const sent = await sentDuring(async () => {
+      await platform.send(h.app, platform.signed('payment.result', { body })).expect(200);
+      await waitUntil(async () => (await store.get(expectation.id))?.state === 'met', 5000, 'met');
+    });
+    // The acknowledgement's EVALSHA, then the expectation's own script (EVALSHA too); the HGETALLs are the test's.
+    expect(sent.filter((c) => c !== 'hgetall')).toEqual(['evalsha', 'evalsha']);
+    const ran = commands.filter((c) => c.source === 'lua').map((c) => c.args[0]!.toLowerCase());
+    expect(ran).toContain('hexists');
+  });
 
   it('when a notification is accepted, then its script runs no command for counting copies; its duplicate counts itself', async () => {
     const body = sampleBody('payment.result');

@@ -104,7 +104,7 @@ describe('the pipeline', () => {
     const day = 86_400_000;
     const event = paymentEvent('REQ-6');
     const indexedAt = Date.now() - 3 * day;
-    const { entries } = requestIndexEntries(pipeline.prefix, event.payload, 7 * day, indexedAt)!;
+    const { entries } = requestIndexEntries(pipeline.prefix, event.payload, 7 * day, undefined, indexedAt)!;
     for (const { key, requestId } of entries) await redis.hset(key, requestId, event.eventId);
     expect(await eventIdsForRequest(redis, pipeline.prefix, 'REQ-6', 7 * day)).toEqual([event.eventId]);
     expect(await eventIdsForRequest(redis, pipeline.prefix, 'REQ-6', 7 * day, indexedAt + 9 * day)).toEqual([]);

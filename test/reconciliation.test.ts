@@ -78,7 +78,7 @@ afterAll(async () => {
 async function expectNotification(body: Record<string, unknown>, status = 201) {
   const res = await request(f.admin).post('/admin/api/expectations').set(bearer).send(body);
   expect(res.status).toBe(status);
-  return res.body.expectation as { id: string; state: string; requestId: string };
+  return res.body.expectation as { id: string; state: string; requestId: string; metBy?: string };
 }
 
 async function expectationOf(id: string) {
@@ -111,6 +111,29 @@ describe('an expectation met by its notification', () => {
     expect(after).toMatchObject({ state: 'met', attempts: 0 });
     expect(after.metBy).toMatch(/^evt_/);
     expect(inquiriesAbout('PAY-MET-1')).toHaveLength(0);
+  });
+});
+
+describe('an expectation added after its notification arrived', () => {
+  it('is met at once by that notification (found through the request-id index), and nothing asks the platform', async () => {
+    const n = platform.signed('payment.result', {
+      body: '{"type":"MERCH","data":{"request_id":"PAY-EARLY-1","status":"SUCCESS"}}',
+    });
+    await platform.send(f.receiver.app, n).expect(200);
+    const [eventId] = await f.pipeline.eventIdsForRequest('PAY-EARLY-1');
+    const e = await expectNotification({ eventType: 'payment.result', requestId: 'PAY-EARLY-1', dueInSeconds: 0 });
+    expect(e).toMatchObject({ state: 'met', metBy: eventId });
+    await reconciler.tick();
+    expect(inquiriesAbout('PAY-EARLY-1')).toHaveLength(0);
+  });
+
+  it('is not met by an earlier notification of another type or environment carrying the same request_id', async () => {
+    const n = platform.signed('payment.result', {
+      body: '{"type":"MERCH","data":{"request_id":"PAY-EARLY-2","status":"SUCCESS"}}',
+    });
+    await platform.send(f.receiver.app, n).expect(200);
+    const e = await expectNotification({ eventType: 'fx.result', requestId: 'PAY-EARLY-2', dueInSeconds: 3600 });
+    expect(e.state).toBe('open');
   });
 });
 

@@ -137,7 +137,7 @@ export function createAdminApp(deps: AdminDeps): Express {
     resender: deps.resender,
     logger: deps.logger,
   });
-  api.use('/events', eventRoutes(deps.pipeline, deps.mask, recovery, deps.archive));
+  api.use('/events', eventRoutes(deps.pipeline, deps.mask, recovery, deps.expectations, deps.archive));
   api.use('/config', configRoutes(deps.reloader));
   api.use('/dead-letters', deadLetterRoutes(deps.deadLetters, recovery));
   api.use('/quarantine', quarantineRoutes(deps.quarantine, recovery));

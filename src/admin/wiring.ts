@@ -21,14 +21,14 @@ import { archiveBacklog } from '../archive/archiver';
 import { createArchiveHistory } from '../archive/history';
 import { registerArchiveMetrics } from '../monitoring/archive-metrics';
 
-/** The archive's history for the API and console, its /readyz detail and its gauges. */
-function archiveDeps(archive: OpenArchive, pipeline: Pipeline, registry: Registry) {
+/** The archive's /readyz detail and its gauges. */
+function archiveStatusOf(archive: OpenArchive, pipeline: Pipeline, registry: Registry) {
   const status = async () => {
     const { entries, oldestAgeSeconds } = await archiveBacklog(pipeline.redis, pipeline.prefix);
     return { state: archive.archiver?.state().state ?? 'receiver', backlog: entries, oldestAgeSeconds };
   };
   registerArchiveMetrics(registry, status);
-  return { archive: createArchiveHistory(archive.pool), archiveStatus: status };
+  return status;
 }
 
 /** Builds the admin app and its operations over the process's pipeline; the caller listens. */
@@ -41,6 +41,8 @@ export function wireAdmin(
   archive?: OpenArchive,
 ): Express {
   const redis = pipeline.redis;
+  /** History beyond Redis (events and expectations), where an archive is configured. */
+  const history = archive && createArchiveHistory(archive.pool);
   const queueMetrics = registerQueueMetrics(registry, pipeline, logger);
   registerOrderingMetrics(registry, pipeline);
   let risks: DurabilityRisk[] | undefined;
@@ -83,11 +85,11 @@ export function wireAdmin(
     targets: createTargetControl(pipeline),
     resender: createResender(pipeline),
     expectations: createExpectations({
-      redis,
-      prefix: pipeline.prefix,
+      pipeline,
       settings: config.expectations,
       environments: environmentNames(config),
       logger,
+      archive: history,
     }),
     reloader,
     registry,
@@ -95,6 +97,6 @@ export function wireAdmin(
     mask: createMasker(config.sensitiveFields),
     readOnlyDashboard: config.adminReadOnlyDashboard,
     logger,
-    ...(archive ? archiveDeps(archive, pipeline, registry) : {}),
+    ...(archive && history ? { archive: history, archiveStatus: archiveStatusOf(archive, pipeline, registry) } : {}),
   });
 }

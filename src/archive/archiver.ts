@@ -31,7 +31,7 @@ export interface ArchiveState {
   state: 'starting' | 'up' | 'down';
   /** The last failure's SQLSTATE class (`08`, `57`, …) or `network`, while down. */
   errorClass?: string;
-  /** Notifications, replays and delivery outcomes written since start. */
+  /** Notifications, replays, delivery outcomes and changes of expectations written since start. */
   written: number;
 }
 
@@ -170,7 +170,7 @@ export function startArchiver(
           .xack(key, GROUP, ...batch.map((e) => e.id))
           .xdel(key, ...batch.map((e) => e.id))
           .exec();
-        status.written += written.notifications + written.replays + written.deliveries;
+        status.written += written.notifications + written.replays + written.deliveries + written.expectations;
         status.state = 'up';
         delete status.errorClass;
         delay = RETRY_MIN_MS;

@@ -1,9 +1,11 @@
 import { createHash } from 'node:crypto';
 import {
   ARCHIVE_DELIVERY,
+  ARCHIVE_EXPECTATION,
   type ArchiveDecision,
   type ArchiveRecord,
   type DeliveryOutcomeRecord,
+  type ExpectationRecord,
 } from '../model/archive';
 import type { NotificationFacts } from './chain';
 
@@ -28,6 +30,8 @@ export interface SortedEntries {
   notifications: NewNotification[];
   replays: Replay[];
   deliveries: DeliveryOutcomeRecord[];
+  /** Expectations as changed, each change once (`rev`). */
+  expectations: ExpectationRecord[];
   /** Entries that are none of these (written by something else): counted and dropped. */
   unreadable: string[];
 }
@@ -50,7 +54,7 @@ export function outcomeOf(record: ArchiveRecord, decision: ArchiveDecision, jobI
 }
 
 export function sortEntries(entries: readonly StreamEntry[]): SortedEntries {
-  const sorted: SortedEntries = { notifications: [], replays: [], deliveries: [], unreadable: [] };
+  const sorted: SortedEntries = { notifications: [], replays: [], deliveries: [], expectations: [], unreadable: [] };
   for (const { id, fields } of entries) {
     try {
       const decision = fields.d;
@@ -58,6 +62,8 @@ export function sortEntries(entries: readonly StreamEntry[]): SortedEntries {
       if (json === undefined) throw new Error('no record');
       if (decision === ARCHIVE_DELIVERY) {
         sorted.deliveries.push(JSON.parse(json) as DeliveryOutcomeRecord);
+      } else if (decision === ARCHIVE_EXPECTATION) {
+        sorted.expectations.push(expectationRecordOf(JSON.parse(json)));
       } else if (decision === 'replay') {
         const r = JSON.parse(json) as ArchiveRecord;
         sorted.replays.push({ entryId: id, scheme: r.scheme, replayKey: r.replayKey, seenAt: new Date(r.receivedAt) });
@@ -75,6 +81,17 @@ export function sortEntries(entries: readonly StreamEntry[]): SortedEntries {
     }
   }
   return sorted;
+}
+
+const EXPECTATION_FIELDS = ['id', 'eventType', 'environment', 'requestId', 'state', 'dueBy', 'createdAt', 'rev'];
+
+/** An expectation entry's record: every value a string, the fields its row needs present. */
+function expectationRecordOf(value: unknown): ExpectationRecord {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error('not an object');
+  const record = value as Record<string, unknown>;
+  if (!Object.values(record).every((v) => typeof v === 'string')) throw new Error('a field is not a string');
+  if (!EXPECTATION_FIELDS.every((f) => record[f])) throw new Error('a field is missing');
+  return record as ExpectationRecord;
 }
 
 function notificationOf(r: ArchiveRecord, decision: ArchiveDecision, jobId: string): NewNotification {

@@ -3,6 +3,8 @@ import { ServiceError } from '../model/errors';
 import { SCHEMA } from './migrations';
 import { evidenceOf, type EvidenceFiles } from './export';
 import { deliveriesOf, selectRows, type ArchivedDelivery, type ArchivedNotification } from './rows';
+import { archivedExpectation, archivedExpectationsOf } from './expectation-rows';
+import type { ExpectationRecord } from '../model/archive';
 
 /**
  * An event as the archive tells it: each notification row that carried it (first receipt first) and
@@ -33,6 +35,10 @@ export interface ArchiveHistory {
   eventIdsForRequest(requestId: string): Promise<string[]>;
   /** The evidence files of the notification an event id or request_id names (ArchivedNotFound when none). */
   evidence(id: string): Promise<EvidenceFiles>;
+  /** An expectation's fields as last archived. */
+  expectation(id: string): Promise<ExpectationRecord | undefined>;
+  /** The archived expectations of a request_id, newest first. */
+  expectationsOfRequest(requestId: string): Promise<ExpectationRecord[]>;
 }
 
 const MAX_ROWS = 50;
@@ -65,5 +71,7 @@ export function createArchiveHistory(pool: Pool): ArchiveHistory {
         return rows.map((r) => r.event_id);
       }),
     evidence: (id) => evidenceOf(pool, id),
+    expectation: (id) => read(() => archivedExpectation(pool, id)),
+    expectationsOfRequest: (requestId) => read(() => archivedExpectationsOf(pool, requestId)),
   };
 }

@@ -13,7 +13,8 @@ const MIGRATION_LOCK = 0x77686172; // "whar"
  * change is a new step. Each runs in the transaction that records it. A table per concept:
  * notifications (monthly partitions, each month its own hash chain), the keys that verified them,
  * replays counted on their notification, delivery outcomes (monthly partitions), the chains' heads
- * and the months retention removed.
+ * and the months retention removed; expectations of notifications (the newest state of each) and each of
+ * their changes.
  */
 export const MIGRATIONS: readonly { version: number; name: string; sql: string }[] = [
   {
@@ -83,6 +84,34 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
         seq bigint NOT NULL,
         hash bytea NOT NULL,
         cut_at timestamptz NOT NULL DEFAULT now()
+      );`,
+  },
+  {
+    version: 2,
+    name: 'expectations and their changes',
+    sql: `
+      CREATE TABLE ${SCHEMA}.expectations (
+        id text PRIMARY KEY,
+        event_type text NOT NULL,
+        environment text NOT NULL,
+        request_id text NOT NULL,
+        state text NOT NULL,
+        due_by timestamptz NOT NULL,
+        created_at timestamptz NOT NULL,
+        updated_at timestamptz NOT NULL,
+        revision integer NOT NULL,
+        facts jsonb NOT NULL,
+        archived_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX ON ${SCHEMA}.expectations (request_id);
+      CREATE INDEX ON ${SCHEMA}.expectations (created_at);
+      CREATE TABLE ${SCHEMA}.expectation_changes (
+        expectation_id text NOT NULL,
+        revision integer NOT NULL,
+        state text NOT NULL,
+        changed_at timestamptz NOT NULL,
+        facts jsonb NOT NULL,
+        PRIMARY KEY (expectation_id, revision)
       );`,
   },
 ];

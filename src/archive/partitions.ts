@@ -2,6 +2,7 @@ import type { Pool } from 'pg';
 import { inTransaction } from '../postgres/transaction';
 import { SCHEMA } from './migrations';
 import { nextMonth } from './chain';
+import { deleteExpectationsBefore } from './expectation-rows';
 
 /** The partitioned tables, each by month of its time column. */
 export const PARTITIONED = ['notifications', 'deliveries'] as const;
@@ -77,6 +78,7 @@ export async function dropMonthsBefore(pool: Pool, cutoff: Date, known: Set<stri
       }
     }
     await client.query(`DELETE FROM ${SCHEMA}.receipts WHERE seen_at < $1`, [cutoff]);
+    await deleteExpectationsBefore(client, cutoff);
     return dropped;
   });
 }

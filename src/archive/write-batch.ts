@@ -5,11 +5,14 @@ import { ensurePartitions } from './partitions';
 import { genesis, monthOf, rowHash, type NotificationFacts } from './chain';
 import type { NewNotification, Replay, SortedEntries } from './entries';
 import type { DeliveryOutcomeRecord } from '../model/archive';
+import { insertExpectations } from './expectation-rows';
 
 export interface BatchWritten {
   notifications: number;
   replays: number;
   deliveries: number;
+  /** Changes of expectations. */
+  expectations: number;
 }
 
 const NOTIFICATION_COLUMNS = [
@@ -38,9 +41,9 @@ const NOTIFICATION_COLUMNS = [
 
 /**
  * Writes a batch in one transaction: the keys, the new notification rows (multi-row, `ON CONFLICT DO
- * NOTHING`) each linked into its month's chain, the replays counted on their rows, and the delivery
- * outcomes. Rows already archived (an entry written again after a crash) are found first and left
- * out, under the lock of their months' chain heads, so each row enters its chain once.
+ * NOTHING`) each linked into its month's chain, the replays counted on their rows, the delivery outcomes
+ * and the expectations as changed. Rows already archived (an entry written again after a crash) are found
+ * first and left out, under the lock of their months' chain heads, so each row enters its chain once.
  */
 export async function writeBatch(pool: Pool, batch: SortedEntries, known: Set<string>): Promise<BatchWritten> {
   await ensurePartitions(
@@ -61,7 +64,8 @@ export async function writeBatch(pool: Pool, batch: SortedEntries, known: Set<st
     let replays = 0;
     for (const replay of batch.replays) replays += await countReplay(client, replay);
     const deliveries = await insertDeliveries(client, batch.deliveries);
-    return { notifications, replays, deliveries };
+    const expectations = await insertExpectations(client, batch.expectations);
+    return { notifications, replays, deliveries, expectations };
   });
 }
 

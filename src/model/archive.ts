@@ -57,3 +57,13 @@ export interface DeliveryOutcomeRecord {
 
 /** The archive stream's entry fields: `d` the decision (or `delivery`), `j` a job id, `r` the record's JSON. */
 export const ARCHIVE_DELIVERY = 'delivery';
+
+/**
+ * The entry kind (`d`) of an expectation as one of its changes left it, appended by the expectation's own
+ * script (reconciliation/lua/expect-archive.lua): `r` holds its fields as Redis keeps them (strings; times in
+ * ms since 1970), `rev` numbering its changes.
+ */
+export const ARCHIVE_EXPECTATION = 'expectation';
+
+/** An expectation's fields as its archive entry carries them. */
+export type ExpectationRecord = Readonly<Record<string, string>>;

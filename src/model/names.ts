@@ -74,10 +74,19 @@ export const ownKeys = {
   expectationsOpen: (prefix: string) => `${prefix}:x:open`,
   /** Every kept expectation, by creation time: the listing, and the removal of settled ones past retention. */
   expectationsAll: (prefix: string) => `${prefix}:x:all`,
-  /** `<environment> <event type> <request_id>` -> the expectation a notification of it meets. */
+  /** {@link expectationMatchField} -> the expectation a notification of it meets. */
   expectationMatch: (prefix: string) => `${prefix}:x:match`,
   /** The expectations (ids) of one request_id, for a search by it. */
   expectationsOfRequest: (prefix: string, requestId: string) => `${prefix}:x:r:${requestId}`,
   /** A nonce of a platform's answer to an inquiry, kept past the timestamp window: one seen again is a replay. */
   inquiryNonce: (prefix: string, nonce: string) => `${prefix}:x:n:${nonce}`,
 };
+
+/**
+ * The field of the expectation match hash (ownKeys.expectationMatch) that a notification of this
+ * environment and event type carrying this request_id meets: written when an expectation is added,
+ * looked up by the ingest script for each notification carrying a request_id.
+ */
+export function expectationMatchField(environment: string, eventType: string, requestId: string): string {
+  return `${environment} ${eventType} ${requestId}`;
+}

@@ -28,12 +28,13 @@ const INGEST_LUA = loadLua(path.join(__dirname, 'lua'), 'ingest', {
 
 /**
  * `added`: the jobs are stored (jobId: the first one's, or with BullMQ's de-duplication the job
- * already standing for the event); `duplicate`: our de-duplication record knows the event;
+ * already standing for the event; `expected` when an expectation is kept under the ingestion's match
+ * field); `duplicate`: our de-duplication record knows the event;
  * `conflict`: it knows the event under another `X-Merch-Id` (the first one's, empty for none);
  * `signature_reused`: the legacy signature is bound to another event type (`boundTo`).
  */
 export type IngestDecision =
-  | { kind: 'added'; jobId: string }
+  | { kind: 'added'; jobId: string; expected?: true }
   | { kind: 'duplicate' }
   | { kind: 'replay' }
   | { kind: 'conflict'; firstMerchantId: string }
@@ -96,6 +97,11 @@ export interface Ingestion {
   index?: { expiresAtMs: number; entries: { key: string; requestId: string }[] };
   /** With the archive on: its stream, and the record appended to it with whatever the script decides. */
   archive?: { stream: string; record: string };
+  /**
+   * The expectation match hash and the field a newly added notification would meet an expectation under: the
+   * script answers whether one is kept there.
+   */
+  expectation?: { key: string; field: string };
 }
 
 export type IngestScript = (
@@ -133,8 +139,11 @@ export function defineIngestScript(connection: RedisClient): IngestScript {
       reply = results[0]?.[1] as string[];
       replicas = Number(results[2]?.[1]);
     }
-    const [kind, detail] = reply;
-    if (kind === 'added' && detail) return { kind, jobId: detail, replicas };
+    const [kind, detail, expected] = reply;
+    if (kind === 'added' && detail)
+      return expected === 'expected'
+        ? { kind, jobId: detail, expected: true, replicas }
+        : { kind, jobId: detail, replicas };
     if (kind === 'replay' || kind === 'duplicate') return { kind, replicas };
     if (kind === 'conflict') return { kind, firstMerchantId: detail ?? '', replicas };
     if (kind === 'signature_reused') return { kind, boundTo: detail ?? '', replicas };
@@ -150,6 +159,7 @@ async function scriptArgs({
   eventId,
   index,
   archive,
+  expectation,
 }: Ingestion): Promise<(string | Buffer | number)[]> {
   if (adds.length === 0) throw new Error('an ingestion adds at least one job');
   const entries = index?.entries ?? [];
@@ -157,6 +167,7 @@ async function scriptArgs({
     binding.key,
     dedup?.key ?? binding.key,
     dedup?.copiesKey ?? binding.key,
+    expectation?.key ?? binding.key,
     ...entries.map((e) => e.key),
   ];
   const bound = 'none' in binding ? undefined : binding;
@@ -171,6 +182,7 @@ async function scriptArgs({
     String(entries.length),
     String(adds.length),
     dedup?.value ?? '',
+    expectation?.field ?? '',
     ...entries.map((e) => e.requestId),
   ];
   const recorded = await Promise.all(

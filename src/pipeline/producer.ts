@@ -16,7 +16,7 @@ import {
 } from './ingest-script';
 import { deliveryJobOptions, type Retention } from '../model/job-options';
 import type { EventJob, QuarantineJob, SeriesStart } from '../model/jobs';
-import { ownKeys } from '../model/names';
+import { expectationMatchField, ownKeys } from '../model/names';
 import type { DeliveryQueue, EventQueue, QuarantineQueue } from '../model/queues';
 import { requestIndexEntries } from './request-index';
 import { withTimeout } from '../model/with-timeout';
@@ -38,6 +38,16 @@ export type EnqueueRefusal =
   { kind: 'conflict'; firstMerchantId: string } | { kind: 'signature_reused'; boundTo: string };
 
 export type EnqueueResult = EnqueueOutcome | EnqueueRefusal;
+
+/**
+ * The request_id an expectation of a notification would name (at its type's configured path), and what
+ * to call when, as the notification is newly queued, the ingest script finds an expectation kept for
+ * its environment, type and that request_id.
+ */
+export interface ExpectationProbe {
+  requestId: string;
+  found(): void;
+}
 
 const WAIT_MARGIN_MS = 250;
 
@@ -68,7 +78,7 @@ export interface Producer {
    * delivery job per target that takes the event (or, when none does, the event job, kept for an
    * operator), and the request-id index.
    */
-  enqueueEvent(job: EventJob, replayKey: string, evidence?: Evidence): Promise<EnqueueResult>;
+  enqueueEvent(job: EventJob, replayKey: string, evidence?: Evidence, probe?: ExpectationProbe): Promise<EnqueueResult>;
   /**
    * `bind: false` keeps a copy whose replay key is already bound elsewhere (a re-typed legacy
    * signature): the key is neither checked nor bound again. @defaultValue true
@@ -206,7 +216,12 @@ export function createProducer(
     return decision.kind;
   }
 
-  async function enqueueEvent(event: EventJob, replayKey: string, evidence?: Evidence): Promise<EnqueueResult> {
+  async function enqueueEvent(
+    event: EventJob,
+    replayKey: string,
+    evidence?: Evidence,
+    probe?: ExpectationProbe,
+  ): Promise<EnqueueResult> {
     const eventQueue = queues.event(event.eventType);
     const { adds, filtered } = addsFor(event);
     const ingestion: Ingestion = {
@@ -219,12 +234,19 @@ export function createProducer(
         copiesKey: ownKeys.copies(settings.prefix, event.eventId),
       },
       eventId: event.eventId,
-      index: requestIndexEntries(settings.prefix, event.payload, settings.dedupWindowMs),
+      index: requestIndexEntries(settings.prefix, event.payload, settings.dedupWindowMs, probe?.requestId),
       archive: archiveOf(event, evidence, { filtered }),
+      ...(probe && {
+        expectation: {
+          key: ownKeys.expectationMatch(settings.prefix),
+          field: expectationMatchField(event.environment, event.eventType, probe.requestId),
+        },
+      }),
     };
     const decision = await run(ingestion, () => eventQueue.waitUntilReady());
     if (decision.kind !== 'added') return refusalOf(decision);
     if (observer.filtered) for (const target of filtered) observer.filtered(target);
+    if (decision.expected) probe?.found();
     return 'accepted';
   }
 

@@ -41,14 +41,19 @@ export function requestIndexBucket(prefix: string, requestId: string, atMs: numb
   return ownKeys.requestIndex(prefix, Math.floor(atMs / DAY_MS), shardOf(requestId));
 }
 
-/** The index entries of an event (one per request id of its payload), written by the ingest script. */
+/**
+ * The index entries of an event (one per request id of its payload, and `also`: the request_id at the
+ * path its event type's expectations read, where that is elsewhere), written by the ingest script.
+ */
 export function requestIndexEntries(
   prefix: string,
   payload: unknown,
   ttlMs: number,
+  also?: string,
   nowMs = Date.now(),
 ): { expiresAtMs: number; entries: { key: string; requestId: string }[] } | undefined {
   const ids = requestIdsOf(payload);
+  if (also !== undefined && !ids.includes(also)) ids.push(also);
   if (ids.length === 0) return undefined;
   // The bucket outlives the last entry of its day by the window.
   const expiresAtMs = (Math.floor(nowMs / DAY_MS) + 1) * DAY_MS + ttlMs;
@@ -60,6 +65,12 @@ export function requestIndexEntries(
 
 const LOOK_UP = loadLua(path.join(__dirname, 'lua'), 'request-index-lookup');
 
+/** The request id's bucket of every day still inside the de-duplication window (`ttlMs`), today's first. */
+export function requestIndexBuckets(prefix: string, requestId: string, ttlMs: number, nowMs = Date.now()): string[] {
+  const days = Math.ceil(ttlMs / DAY_MS) + 1;
+  return Array.from({ length: days }, (_, i) => requestIndexBucket(prefix, requestId, nowMs - i * DAY_MS));
+}
+
 export async function eventIdsForRequest(
   redis: RedisClient,
   prefix: string,
@@ -67,8 +78,7 @@ export async function eventIdsForRequest(
   ttlMs: number,
   nowMs = Date.now(),
 ): Promise<string[]> {
-  const days = Math.ceil(ttlMs / DAY_MS) + 1;
-  const buckets = Array.from({ length: days }, (_, i) => requestIndexBucket(prefix, requestId, nowMs - i * DAY_MS));
+  const buckets = requestIndexBuckets(prefix, requestId, ttlMs, nowMs);
   const found = (await redis.eval(LOOK_UP, buckets.length, ...buckets, requestId)) as string[];
   return [...new Set(found.flatMap((ids) => ids.split(',')))].sort();
 }

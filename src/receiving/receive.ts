@@ -26,19 +26,26 @@ export interface ReceiveDeps {
   mask: (payload: unknown) => unknown;
   /** What a notification of the named environment must also satisfy (the names are the verifier's). */
   environment(name: string): EnvironmentRules | undefined;
-  /**
-   * Told of every notification newly queued, after it is stored (it meets an expectation of it); not
-   * awaited: the acknowledgement does not wait for it.
-   */
-  arrived?: (arrival: Arrival) => void;
+  /** Expectations of notifications, met by the notifications that carry their request_id. */
+  expectations?: ExpectedNotifications;
 }
 
-/** A verified notification newly queued, as expectations of notifications are met by it. */
+/** A verified notification newly queued that an expectation is kept for. */
 export interface Arrival {
   eventId: string;
   eventType: EventDefinition['type'];
   environment: string;
-  payload: unknown;
+  requestId: string;
+}
+
+export interface ExpectedNotifications {
+  /** The request_id an expectation of this notification would name (its type's path), if it carries one. */
+  requestIdOf(eventType: EventDefinition['type'], payload: unknown): string | undefined;
+  /**
+   * Told of a notification newly queued for which the ingest script found an expectation kept (it meets it),
+   * after it is stored; not awaited: the acknowledgement does not wait for it.
+   */
+  arrived(arrival: Arrival): void;
 }
 
 /** An environment's rules beyond its keys. */
@@ -165,9 +172,12 @@ export async function receiveNotification(deps: ReceiveDeps, n: IncomingNotifica
   let reason: QuarantineReason | undefined;
   let errors: string[] | undefined;
   const redisSpan = n.span?.redis('ingest');
+  const requestId = parsed.ok && accepted ? deps.expectations?.requestIdOf(eventType, parsed.payload) : undefined;
+  let expected = false;
   try {
     if (parsed.ok && accepted) {
-      result = await deps.ingest.enqueueEvent(eventJob(received, parsed.payload), verified.replayKey, evidence);
+      const probe = requestId === undefined ? undefined : { requestId, found: () => (expected = true) };
+      result = await deps.ingest.enqueueEvent(eventJob(received, parsed.payload), verified.replayKey, evidence, probe);
     } else {
       reason = parsed.ok ? 'not_accepted' : 'invalid';
       errors = parsed.ok ? [`does not match the ${verified.environment} environment's acceptance rule`] : parsed.errors;
@@ -193,8 +203,8 @@ export async function receiveNotification(deps: ReceiveDeps, n: IncomingNotifica
 
   const series = deps.metrics.eventType(eventType).environment(verified.environment);
   const outcome = outcomeOf(result, reason);
-  if (outcome === 'accepted' && parsed.ok && deps.arrived) {
-    deps.arrived({ eventId, eventType, environment: verified.environment, payload: parsed.payload });
+  if (outcome === 'accepted' && expected && requestId !== undefined) {
+    deps.expectations?.arrived({ eventId, eventType, environment: verified.environment, requestId });
   }
   const counter =
     reason === 'signature_reused' && outcome === 'quarantined'

@@ -42,6 +42,36 @@ export interface Expectation {
   /** A notification that arrived after it settled without one. */
   lateEventId?: string;
   cancelledBy?: string;
+  /** `archive` when Redis no longer holds it and the archive told it (as it was last archived). */
+  source?: 'archive';
+}
+
+const iso = (ms: string | undefined) => new Date(Number(ms)).toISOString();
+
+/**
+ * An expectation as the API shows it, from its fields as kept (its Redis hash, or the copy of it the
+ * archive holds); undefined for a missing or damaged one.
+ */
+export function expectationOf(h: Readonly<Record<string, string | undefined>>): Expectation | undefined {
+  if (!h.id || !h.eventType || !h.environment || !h.requestId || !isExpectationState(h.state)) return undefined;
+  const optional = (name: string, value: string | undefined) => (value ? { [name]: value } : {});
+  return {
+    id: h.id,
+    eventType: h.eventType as EventType,
+    environment: h.environment,
+    requestId: h.requestId,
+    dueBy: iso(h.dueBy),
+    createdAt: iso(h.createdAt),
+    createdBy: h.createdBy ?? '',
+    state: h.state,
+    updatedAt: iso(h.updatedAt),
+    attempts: Number(h.attempt ?? 0),
+    ...optional('metBy', h.metBy),
+    ...optional('lastOutcome', h.lastOutcome),
+    ...optional('inquiryEventId', h.inquiryEventId),
+    ...optional('lateEventId', h.lateEventId),
+    ...optional('cancelledBy', h.cancelledBy),
+  };
 }
 
 const MAX_DUE_SECONDS = 90 * 86_400;

@@ -1,10 +1,12 @@
+import type { ArchiveHistory } from '../archive/history';
 import type { ExpectationSettings } from '../config/api-schema';
 import { writeAudit, type Actor } from '../logging/audit';
 import type { Logger } from '../logging/logger';
-import type { RedisClient } from '../redis/connect';
+import type { Pipeline } from '../pipeline/pipeline';
+import { earlierArrival } from './arrived-before';
 import { ExpectationError } from './errors';
-import { expectationInputSchema, type Expectation, type ExpectationState } from './expectation';
-import { createExpectationStore, type ExpectationStore } from './store';
+import { expectationInputSchema, expectationOf, type Expectation, type ExpectationState } from './expectation';
+import { createExpectationStore, type Created, type ExpectationStore } from './store';
 
 /** An expectation added, and whether it is new (an open one for the same request is returned as it is). */
 export interface Expected {
@@ -23,20 +25,53 @@ export interface Expectations {
 
 /**
  * The expectations as the admin API, the console and the CLI use them: every change audited with who
- * asked (the API and the CLI write the same lines).
+ * asked (the API and the CLI write the same lines). A new one is met at once by a notification that
+ * arrived before it; one Redis no longer holds is told from the archive, where one is configured.
  */
 export function createExpectations(deps: {
-  redis: RedisClient;
-  prefix: string;
-  settings: Pick<ExpectationSettings, 'maxOpenExpectations'>;
+  pipeline: Pick<Pipeline, 'redis' | 'prefix' | 'options' | 'findEvent'>;
+  settings: Pick<ExpectationSettings, 'maxOpenExpectations' | 'requestIdPaths'>;
   /** The configured environments: an expectation names one of them (default: the only one, or production). */
   environments: readonly string[];
   logger: Logger;
+  /** Asked for expectations Redis no longer holds (`"source": "archive"`). */
+  archive?: Pick<ArchiveHistory, 'expectation' | 'expectationsOfRequest'>;
   clock?: () => number;
   store?: ExpectationStore;
 }): Expectations {
-  const store = deps.store ?? createExpectationStore(deps.redis, deps.prefix);
+  const { pipeline, archive } = deps;
+  const store =
+    deps.store ??
+    createExpectationStore(pipeline.redis, pipeline.prefix, {
+      archive: pipeline.options.archive === true,
+      dedupWindowMs: pipeline.options.dedupWindowMs,
+    });
   const clock = deps.clock ?? Date.now;
+
+  /** A new expectation that a notification arrived before: met now, as it would have been on arrival. */
+  async function meetEarlier(result: Created): Promise<Created> {
+    const { expectation } = result;
+    if (!result.created || result.arrivedBefore.length === 0) return result;
+    const eventId = await earlierArrival(pipeline, deps.settings, expectation, result.arrivedBefore);
+    if (eventId === undefined) return result;
+    const { environment, eventType, requestId } = expectation;
+    const found = await store.arrived(environment, eventType, requestId, eventId, clock());
+    if (found?.outcome !== 'met') return result;
+    deps.logger.info('expected notification had arrived before its expectation', {
+      expectationId: expectation.id,
+      eventId,
+      eventType,
+      environment,
+      requestId,
+    });
+    return { ...result, expectation: (await store.get(expectation.id)) ?? expectation };
+  }
+
+  const archived = (facts: Record<string, string> | undefined): Expectation | undefined => {
+    const expectation = facts && expectationOf(facts);
+    return expectation && { ...expectation, source: 'archive' };
+  };
+
   const defaultEnvironment = deps.environments.length === 1 ? deps.environments[0]! : 'production';
   return {
     async expect(actor, body) {
@@ -59,10 +94,18 @@ export function createExpectations(deps: {
       const now = clock();
       const dueByMs = input.dueBy !== undefined ? Date.parse(input.dueBy) : now + (input.dueInSeconds ?? 0) * 1000;
       try {
-        const result = await store.create(
-          { eventType: input.eventType, environment, requestId: input.requestId, dueByMs, createdBy: actor.principal },
-          deps.settings.maxOpenExpectations,
-          now,
+        const result = await meetEarlier(
+          await store.create(
+            {
+              eventType: input.eventType,
+              environment,
+              requestId: input.requestId,
+              dueByMs,
+              createdBy: actor.principal,
+            },
+            deps.settings.maxOpenExpectations,
+            now,
+          ),
         );
         writeAudit(deps.logger, actor, 'expectation.create', {
           items: [result.expectation.id],
@@ -72,7 +115,7 @@ export function createExpectations(deps: {
           dueBy: result.expectation.dueBy,
           created: result.created,
         });
-        return result;
+        return { expectation: result.expectation, created: result.created };
       } catch (err) {
         writeAudit(deps.logger, actor, 'expectation.create', {
           requestId: input.requestId,
@@ -92,12 +135,25 @@ export function createExpectations(deps: {
       }
     },
     async get(id) {
-      const found = await store.get(id);
+      const found = (await store.get(id)) ?? (archive && archived(await archive.expectation(id)));
       if (!found)
-        throw new ExpectationError('not_found', 404, `no expectation ${id} (unknown, or settled and past retention)`);
+        throw new ExpectationError(
+          'not_found',
+          404,
+          `no expectation ${id} (unknown, or settled and past retention${archive ? ' and not archived' : ''})`,
+        );
       return found;
     },
     list: (opts) => store.list(opts),
-    ofRequest: (requestId) => store.ofRequest(requestId),
+    async ofRequest(requestId) {
+      // Redis's and, where configured, the archive's, together: Redis's copy wins while it has one.
+      const [live, kept] = await Promise.all([
+        store.ofRequest(requestId),
+        archive ? archive.expectationsOfRequest(requestId) : [],
+      ]);
+      const known = new Set(live.map((e) => e.id));
+      const older = kept.map(archived).filter((e): e is Expectation => e !== undefined && !known.has(e.id));
+      return [...live, ...older].sort((a, b) => b.createdAt.localeCompare(a.createdAt));
+    },
   };
 }

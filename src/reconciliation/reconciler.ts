@@ -140,9 +140,11 @@ export function startReconciler(deps: ReconcilerDeps): Reconciler {
     } else if (result.kind === 'failed') {
       logger.warn('inquiry failed', { ...line, detail: result.detail });
     }
+    const answer = result.kind === 'answered' ? answerFields(result, clock()) : {};
     if (result.kind === 'answered' && final) {
       const settledAt = clock();
       const recorded = await store.settle(claim, 'missing_notification', 0, {
+        ...answer,
         lastOutcome: 'the platform reports a final state',
         settledAt: String(settledAt),
         updatedAt: String(settledAt),
@@ -162,8 +164,12 @@ export function startReconciler(deps: ReconcilerDeps): Reconciler {
           ? `answer refused: ${result.reason}`
           : `failed: ${result.detail}`;
     const nextAtMs = clock() + backoffMs(settings, claim.attempt);
-    if (nextAtMs > horizonAtMs) return unresolved(claim, expectation, line, count, last);
-    await store.settle(claim, 'overdue', nextAtMs, { lastOutcome: last.slice(0, 300), updatedAt: String(clock()) });
+    if (nextAtMs > horizonAtMs) return unresolved(claim, expectation, line, count, last, answer);
+    await store.settle(claim, 'overdue', nextAtMs, {
+      ...answer,
+      lastOutcome: last.slice(0, 300),
+      updatedAt: String(clock()),
+    });
   }
 
   async function unresolved(
@@ -172,9 +178,11 @@ export function startReconciler(deps: ReconcilerDeps): Reconciler {
     line: Record<string, unknown>,
     count: (outcome: string) => void,
     last = expectation.lastOutcome ?? 'no answer',
+    answer: Record<string, string> = {},
   ): Promise<void> {
     const now = clock();
     const recorded = await store.settle(claim, 'unresolved', 0, {
+      ...answer,
       lastOutcome: last.slice(0, 300),
       settledAt: String(now),
       updatedAt: String(now),
@@ -233,6 +241,21 @@ function whyNoInquiry(type: EventType, environment: ApiEnvironment | undefined):
   if (!inquiryPathOf(type)) return `${eventDefinition(type).type} has no inquiry endpoint`;
   if (!environment) return 'no api configured for its environment';
   return `no inquiry functions configured for ${type}`;
+}
+
+/**
+ * The facts of a believed answer, kept on the expectation (and so archived with its change): the body as
+ * received, the signature headers that verified it, its nonce, status and path, and when it came.
+ */
+function answerFields(answer: Extract<InquiryResult, { kind: 'answered' }>, atMs: number): Record<string, string> {
+  return {
+    answerBody: answer.body,
+    answerSignature: JSON.stringify(answer.signatureHeaders),
+    answerNonce: answer.nonce,
+    answerStatus: String(answer.status),
+    answerPath: answer.path,
+    answeredAt: String(atMs),
+  };
 }
 
 /** Doubling from retryInitialMs, at most retryMaxMs. */

@@ -1,20 +1,39 @@
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
+import type { Result } from 'ioredis';
 import type { EventType } from '../model/event-table';
-import { ownKeys } from '../model/names';
+import { expectationMatchField, ownKeys } from '../model/names';
+import { requestIndexBuckets } from '../pipeline/request-index';
 import { loadLua } from '../redis/lua';
 import type { RedisClient } from '../redis/connect';
 import { ExpectationError } from './errors';
-import { isExpectationState, type Expectation, type ExpectationState } from './expectation';
+import { expectationOf, isExpectationState, type Expectation, type ExpectationState } from './expectation';
+
+type Args = (string | number)[];
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    webhookExpectCreate(...args: Args): Result<string[], Context>;
+    webhookExpectClaim(...args: Args): Result<string[], Context>;
+    webhookExpectSettle(...args: Args): Result<number, Context>;
+    webhookExpectArrive(...args: Args): Result<[string, string, string] | null, Context>;
+    webhookExpectCancel(...args: Args): Result<string, Context>;
+    webhookExpectNote(...args: Args): Result<number, Context>;
+    webhookExpectPurge(...args: Args): Result<number, Context>;
+  }
+}
 
 const LUA_DIR = path.join(__dirname, 'lua');
+/** The scripts that change an expectation append it to the archive stream with this (when the archive is on). */
+const ARCHIVING = { 'expect-archive': loadLua(LUA_DIR, 'expect-archive') };
+/** Each script file, by the command it is defined as (EVALSHA; the number of keys comes first in each call). */
 const SCRIPTS = {
-  create: loadLua(LUA_DIR, 'expect-create'),
-  claim: loadLua(LUA_DIR, 'expect-claim'),
-  settle: loadLua(LUA_DIR, 'expect-settle'),
-  arrive: loadLua(LUA_DIR, 'expect-arrive'),
-  cancel: loadLua(LUA_DIR, 'expect-cancel'),
-  purge: loadLua(LUA_DIR, 'expect-purge'),
+  webhookExpectCreate: loadLua(LUA_DIR, 'expect-create', ARCHIVING),
+  webhookExpectClaim: loadLua(LUA_DIR, 'expect-claim', ARCHIVING),
+  webhookExpectSettle: loadLua(LUA_DIR, 'expect-settle', ARCHIVING),
+  webhookExpectArrive: loadLua(LUA_DIR, 'expect-arrive', ARCHIVING),
+  webhookExpectCancel: loadLua(LUA_DIR, 'expect-cancel', ARCHIVING),
+  webhookExpectNote: loadLua(LUA_DIR, 'expect-note', ARCHIVING),
+  webhookExpectPurge: loadLua(LUA_DIR, 'expect-purge'),
 };
 
 /** An expectation to add, its due time resolved. */
@@ -37,8 +56,19 @@ export interface Claim {
 
 export type Arrival = { id: string; outcome: 'met' | 'late' | 'none'; previous: string };
 
+/**
+ * An expectation added (or the open one already there), and, for a new one, the event ids the request-id
+ * index held for its request_id as it was added: notifications that arrived before it, one of which may
+ * meet it.
+ */
+export interface Created {
+  expectation: Expectation;
+  created: boolean;
+  arrivedBefore: string[];
+}
+
 export interface ExpectationStore {
-  create(e: NewExpectation, maxOpen: number, nowMs: number): Promise<{ expectation: Expectation; created: boolean }>;
+  create(e: NewExpectation, maxOpen: number, nowMs: number): Promise<Created>;
   get(id: string): Promise<Expectation | undefined>;
   /** Newest first. */
   list(opts: { state?: ExpectationState; limit: number }): Promise<Expectation[]>;
@@ -60,18 +90,34 @@ export interface ExpectationStore {
     eventId: string,
     nowMs: number,
   ): Promise<Arrival | undefined>;
-  /** Adds fields to an expectation (what became of it after it settled). */
+  /** Adds fields to a kept expectation (what became of it after it settled). */
   note(id: string, fields: Record<string, string>): Promise<void>;
   /** Claims an answer's nonce: false when it was seen before (a replayed answer). */
   claimNonce(nonce: string, ttlMs: number): Promise<boolean>;
   purge(cutoffMs: number, limit: number): Promise<number>;
 }
 
-const matchField = (environment: string, eventType: string, requestId: string) =>
-  `${environment} ${eventType} ${requestId}`;
+export interface ExpectationStoreOptions {
+  /** Whether each change is appended to the archive stream (ARCHIVE_URL set). @defaultValue false */
+  archive?: boolean;
+  /** How long the request-id index holds a notification (the de-duplication window). @defaultValue 7 days */
+  dedupWindowMs?: number;
+}
 
-/** The expectations in Redis, under the service's key prefix; every change is one script call. */
-export function createExpectationStore(redis: RedisClient, prefix: string): ExpectationStore {
+const WEEK_MS = 7 * 86_400_000;
+
+/**
+ * The expectations in Redis, under the service's key prefix; every change is one script call (EVALSHA),
+ * which with the archive on also appends the expectation as changed to the archive stream, in the same call.
+ */
+export function createExpectationStore(
+  redis: RedisClient,
+  prefix: string,
+  { archive = false, dedupWindowMs = WEEK_MS }: ExpectationStoreOptions = {},
+): ExpectationStore {
+  for (const [name, lua] of Object.entries(SCRIPTS)) redis.defineCommand(name, { lua });
+  /** The archive stream as a script's last key, when the archive is on. */
+  const stream = archive ? [ownKeys.archive(prefix)] : [];
   const hashPrefix = ownKeys.expectation(prefix, '');
   const due = ownKeys.expectationsDue(prefix);
   const open = ownKeys.expectationsOpen(prefix);
@@ -103,23 +149,30 @@ export function createExpectationStore(redis: RedisClient, prefix: string): Expe
         updatedAt: String(nowMs),
         attempt: '0',
       };
-      const [outcome, found] = (await redis.eval(
-        SCRIPTS.create,
-        6,
+      const buckets = requestIndexBuckets(prefix, e.requestId, dedupWindowMs, nowMs);
+      const keys = [
         ownKeys.expectation(prefix, id),
         open,
         due,
         all,
         match,
         ownKeys.expectationsOfRequest(prefix, e.requestId),
+        ...buckets,
+        ...stream,
+      ];
+      const [outcome, found, ...indexed] = await redis.webhookExpectCreate(
+        keys.length,
+        ...keys,
         maxOpen,
-        matchField(e.environment, e.eventType, e.requestId),
+        expectationMatchField(e.environment, e.eventType, e.requestId),
         id,
         e.dueByMs,
         nowMs,
         hashPrefix,
+        buckets.length,
+        e.requestId,
         ...Object.entries(fields).flat(),
-      )) as [string, string];
+      );
       if (outcome === 'full') {
         throw new ExpectationError(
           'too_many_expectations',
@@ -127,9 +180,10 @@ export function createExpectationStore(redis: RedisClient, prefix: string): Expe
           `${maxOpen} expectations are open already (maxOpenExpectations)`,
         );
       }
-      const expectation = await get(found);
+      const expectation = await get(found ?? '');
       if (!expectation) throw new ExpectationError('not_found', 404, `expectation ${found} vanished as it was written`);
-      return { expectation, created: outcome === 'created' };
+      const arrivedBefore = [...new Set(indexed.flatMap((ids) => ids.split(',')))].sort();
+      return { expectation, created: outcome === 'created', arrivedBefore };
     },
     get,
     async list({ state, limit }) {
@@ -150,16 +204,8 @@ export function createExpectationStore(redis: RedisClient, prefix: string): Expe
       return found.sort((a, b) => b.createdAt.localeCompare(a.createdAt));
     },
     async cancel(id, by, nowMs) {
-      const result = (await redis.eval(
-        SCRIPTS.cancel,
-        3,
-        ownKeys.expectation(prefix, id),
-        due,
-        open,
-        id,
-        nowMs,
-        by,
-      )) as string;
+      const keys = [ownKeys.expectation(prefix, id), due, open, ...stream];
+      const result = await redis.webhookExpectCancel(keys.length, ...keys, id, nowMs, by);
       if (result === 'not_found') throw new ExpectationError('not_found', 404, `no expectation ${id}`);
       if (result !== 'done') throw new ExpectationError('not_open', 409, `expectation ${id} is ${result}, not open`);
       const expectation = await get(id);
@@ -168,7 +214,8 @@ export function createExpectationStore(redis: RedisClient, prefix: string): Expe
     },
     openCount: () => redis.zcard(open),
     async claimDue(nowMs, leaseMs, limit) {
-      const flat = (await redis.eval(SCRIPTS.claim, 1, due, nowMs, leaseMs, limit, hashPrefix)) as string[];
+      const keys = [due, ...stream];
+      const flat = await redis.webhookExpectClaim(keys.length, ...keys, nowMs, leaseMs, limit, hashPrefix);
       const claims: Claim[] = [];
       for (let i = 0; i < flat.length; i += 4) {
         const previous = flat[i + 2]!;
@@ -182,12 +229,10 @@ export function createExpectationStore(redis: RedisClient, prefix: string): Expe
       return claims;
     },
     async settle(claim, state, nextAtMs, fields) {
-      const recorded = await redis.eval(
-        SCRIPTS.settle,
-        3,
-        ownKeys.expectation(prefix, claim.id),
-        due,
-        open,
+      const keys = [ownKeys.expectation(prefix, claim.id), due, open, ...stream];
+      const recorded = await redis.webhookExpectSettle(
+        keys.length,
+        ...keys,
         claim.id,
         claim.attempt,
         state,
@@ -197,28 +242,26 @@ export function createExpectationStore(redis: RedisClient, prefix: string): Expe
       return recorded === 1;
     },
     async arrived(environment, eventType, requestId, eventId, nowMs) {
-      const r = (await redis.eval(
-        SCRIPTS.arrive,
-        3,
-        match,
-        due,
-        open,
-        matchField(environment, eventType, requestId),
+      const keys = [match, due, open, ...stream];
+      const r = await redis.webhookExpectArrive(
+        keys.length,
+        ...keys,
+        expectationMatchField(environment, eventType, requestId),
         eventId,
         nowMs,
         hashPrefix,
-      )) as [string, Arrival['outcome'], string] | null;
-      return r ? { id: r[0], outcome: r[1], previous: r[2] } : undefined;
+      );
+      return r ? { id: r[0], outcome: r[1] as Arrival['outcome'], previous: r[2] } : undefined;
     },
     async note(id, fields) {
-      await redis.hset(ownKeys.expectation(prefix, id), fields);
+      const keys = [ownKeys.expectation(prefix, id), ...stream];
+      await redis.webhookExpectNote(keys.length, ...keys, ...Object.entries(fields).flat());
     },
     async claimNonce(nonce, ttlMs) {
       return (await redis.set(ownKeys.inquiryNonce(prefix, nonce), '1', 'PX', ttlMs, 'NX')) === 'OK';
     },
     async purge(cutoffMs, limit) {
-      return (await redis.eval(
-        SCRIPTS.purge,
+      return redis.webhookExpectPurge(
         2,
         all,
         match,
@@ -226,32 +269,7 @@ export function createExpectationStore(redis: RedisClient, prefix: string): Expe
         limit,
         hashPrefix,
         ownKeys.expectationsOfRequest(prefix, ''),
-      )) as number;
+      );
     },
-  };
-}
-
-const iso = (ms: string | undefined) => new Date(Number(ms)).toISOString();
-
-/** The hash as the API shows it; undefined for a missing or damaged one. */
-function expectationOf(h: Record<string, string>): Expectation | undefined {
-  if (!h.id || !h.eventType || !h.environment || !h.requestId || !isExpectationState(h.state)) return undefined;
-  const optional = (name: string, value: string | undefined) => (value ? { [name]: value } : {});
-  return {
-    id: h.id,
-    eventType: h.eventType as EventType,
-    environment: h.environment,
-    requestId: h.requestId,
-    dueBy: iso(h.dueBy),
-    createdAt: iso(h.createdAt),
-    createdBy: h.createdBy ?? '',
-    state: h.state,
-    updatedAt: iso(h.updatedAt),
-    attempts: Number(h.attempt ?? 0),
-    ...optional('metBy', h.metBy),
-    ...optional('lastOutcome', h.lastOutcome),
-    ...optional('inquiryEventId', h.inquiryEventId),
-    ...optional('lateEventId', h.lateEventId),
-    ...optional('cancelledBy', h.cancelledBy),
   };
 }

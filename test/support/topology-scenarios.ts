@@ -34,10 +34,19 @@ export async function runWholePath(
     const n = platform.signed('payment.result', { body: '{"type":"MERCH","data":{"request_id":"req-topology-1"}}' });
     const eventId = eventIdFor('payment.result', 'production', n.body);
     await f.receiver.ready();
+    // An expectation waiting for it: the ingest script finds it (its match hash under the same hash tag).
+    const expected = await request(f.admin)
+      .post('/admin/api/expectations')
+      .set(auth)
+      .send({ eventType: 'payment.result', requestId: 'req-topology-1', dueInSeconds: 3600 })
+      .expect(201);
     await platform.send(f.receiver.app, n).expect(200);
     await platform.send(f.receiver.app, n).expect(200); // the platform's retry of the same request
     await platform.send(f.receiver.app, platform.signed('payment.result', { body: n.body })).expect(200); // same event, new nonce
-    const logged = f.receiver.logs.lines.filter((l) => l.eventId === eventId).map((l) => l.outcome);
+    // The receipts' lines (the expectation met has a line of its own, without an outcome).
+    const logged = f.receiver.logs.lines
+      .filter((l) => l.eventId === eventId && l.outcome !== undefined)
+      .map((l) => l.outcome);
     expect(logged).toEqual(['accepted', 'replay', 'duplicate']);
 
     await ledger.waitFor(() => ledger.successes().length === 1);
@@ -60,6 +69,16 @@ export async function runWholePath(
     expect(event.body).toMatchObject({ eventId, copies: { duplicates: 1, replays: 1, lastAt: expect.any(String) } });
     const byRequest = await request(f.admin).get('/admin/api/events?requestId=req-topology-1').set(auth).expect(200);
     expect(byRequest.body.events).toEqual([expect.objectContaining({ eventId })]);
+    expect(byRequest.body.expectations).toEqual([
+      expect.objectContaining({ id: expected.body.expectation.id, state: 'met', metBy: eventId }),
+    ]);
+    // One added after its notification: met at once, from the request-id index read by its create script.
+    const late = await request(f.admin)
+      .post('/admin/api/expectations')
+      .set(auth)
+      .send({ eventType: 'payment.result', requestId: 'req-topology-1', dueInSeconds: 3600 })
+      .expect(201);
+    expect(late.body.expectation).toMatchObject({ state: 'met', metBy: eventId });
     const queues = await request(f.admin).get('/admin/api/queues').set(auth).expect(200);
     expect(queues.body.queues).toEqual(expect.arrayContaining([expect.objectContaining({ queue: 'payment.result' })]));
 

@@ -4,6 +4,7 @@ import { eventIdsForRequest, findEvent } from '../../operations/event-lookup';
 import type { ArchiveHistory } from '../../archive/history';
 import type { Recovery } from '../../operations/recovery';
 import type { EventLookup } from '../../pipeline/lookup';
+import type { Expectations } from '../../reconciliation/expectations';
 import { actorOf } from '../audit';
 
 const resendBody = z.object({ target: z.string().min(1).optional() }).strict();
@@ -12,6 +13,8 @@ export function eventRoutes(
   pipeline: Parameters<typeof findEvent>[0] & Pick<EventLookup, 'eventIdsForRequest'>,
   mask: (p: unknown) => unknown,
   recovery: Recovery,
+  /** A request_id's expectations are shown beside its events. */
+  expectations: Pick<Expectations, 'ofRequest'>,
   /** Asked when Redis no longer holds an event (`"source": "archive"`), and for request ids. */
   archive?: ArchiveHistory,
 ): Router {
@@ -39,9 +42,12 @@ export function eventRoutes(
     const requestId = req.query.requestId;
     if (typeof requestId !== 'string' || !requestId)
       return void res.status(400).json({ error: 'bad_query', message: 'give ?requestId=<the platform request_id>' });
-    const ids = await eventIdsForRequest(pipeline, requestId, archive);
+    const [ids, expected] = await Promise.all([
+      eventIdsForRequest(pipeline, requestId, archive),
+      expectations.ofRequest(requestId),
+    ]);
     const events = await Promise.all(ids.map((id) => findEvent(pipeline, id, mask, archive)));
-    res.json({ requestId, events: events.filter((e) => e !== undefined) });
+    res.json({ requestId, events: events.filter((e) => e !== undefined), expectations: expected });
   });
   return router;
 }

@@ -5,8 +5,10 @@ import { createExpectations, type Expectations } from '../../reconciliation/expe
 import type { OperatorContext } from '../operator-context';
 import { formatTable } from '../table';
 import { withQueues } from '../with-queues';
+import { withArchiveIfSet } from './archive';
 
-function table(rows: readonly Expectation[]): string {
+/** Expectations as the CLI lists them; one told from the archive (Redis no longer holds it) is marked so. */
+export function expectationsTable(rows: readonly Expectation[]): string {
   return formatTable(
     ['ID', 'DUE (UTC)', 'REQUEST_ID', 'TYPE', 'ENVIRONMENT', 'STATE', 'INQUIRIES', 'EVENT'],
     rows.map((e) => [
@@ -15,7 +17,7 @@ function table(rows: readonly Expectation[]): string {
       e.requestId,
       e.eventType,
       e.environment,
-      e.state,
+      e.source === 'archive' ? `${e.state} (archive)` : e.state,
       e.attempts,
       e.metBy ?? e.inquiryEventId ?? '',
     ]),
@@ -41,35 +43,38 @@ export function expectCommand(ctx: OperatorContext, args: string[]): Promise<num
     },
   });
   const [first, second] = positionals;
-  return withQueues(ctx.config, async (pipeline) => {
-    const expectations = createExpectations({
-      redis: pipeline.redis,
-      prefix: pipeline.prefix,
-      settings: ctx.config.expectations,
-      environments: environmentNames(ctx.config),
-      logger: ctx.logger,
-    });
-    const print = (rows: readonly Expectation[]) => ctx.out(values.json ? JSON.stringify(rows, null, 2) : table(rows));
-    if (first === 'list') return list(expectations, values, print);
-    if (first === 'cancel') {
-      if (!second) throw new Error('give the expectation id: expect cancel <id>');
-      print([await expectations.cancel(ctx.actor, second)]);
+  return withQueues(ctx.config, (pipeline) =>
+    withArchiveIfSet(ctx, async (archive) => {
+      const expectations = createExpectations({
+        pipeline,
+        settings: ctx.config.expectations,
+        environments: environmentNames(ctx.config),
+        logger: ctx.logger,
+        archive,
+      });
+      const print = (rows: readonly Expectation[]) =>
+        ctx.out(values.json ? JSON.stringify(rows, null, 2) : expectationsTable(rows));
+      if (first === 'list') return list(expectations, values, print);
+      if (first === 'cancel') {
+        if (!second) throw new Error('give the expectation id: expect cancel <id>');
+        print([await expectations.cancel(ctx.actor, second)]);
+        return 0;
+      }
+      if (!first || !second) {
+        throw new Error('give the event type and request_id: expect <event type> <request_id> --due-in <seconds>');
+      }
+      const { expectation, created } = await expectations.expect(ctx.actor, {
+        eventType: first,
+        requestId: second,
+        ...(values.environment ? { environment: values.environment } : {}),
+        ...(values['due-by'] ? { dueBy: values['due-by'] } : {}),
+        ...(values['due-in'] !== undefined ? { dueInSeconds: Number(values['due-in']) } : {}),
+      });
+      print([expectation]);
+      if (!created && !values.json) ctx.out('(open already: the same expectation, unchanged)');
       return 0;
-    }
-    if (!first || !second) {
-      throw new Error('give the event type and request_id: expect <event type> <request_id> --due-in <seconds>');
-    }
-    const { expectation, created } = await expectations.expect(ctx.actor, {
-      eventType: first,
-      requestId: second,
-      ...(values.environment ? { environment: values.environment } : {}),
-      ...(values['due-by'] ? { dueBy: values['due-by'] } : {}),
-      ...(values['due-in'] !== undefined ? { dueInSeconds: Number(values['due-in']) } : {}),
-    });
-    print([expectation]);
-    if (!created && !values.json) ctx.out('(open already: the same expectation, unchanged)');
-    return 0;
-  });
+    }),
+  );
 }
 
 async function list(

@@ -3,6 +3,9 @@ import { parseArgs } from 'node:util';
 import { createMasker } from '../../logging/mask';
 import { eventIdsForRequest, findEvent } from '../../operations/event-lookup';
 import { withArchiveIfSet } from './archive';
+import { expectationsTable } from './expect';
+import { createExpectations } from '../../reconciliation/expectations';
+import { environmentNames } from '../../model/environments';
 import { printEvent } from './event-output';
 import { CorrectionsDisabledError, createQuarantine } from '../../operations/quarantine';
 import { summariseQueues } from '../../monitoring/queue-summary';
@@ -63,8 +66,8 @@ function resendCommand(ctx: OperatorContext, args: string[]): Promise<number> {
 
 /**
  * `event <event id>` or `event --request-id <id>` [--target T] [--json]: where an event is and each
- * delivery's attempts (T's first), as the console's event page shows it; `--json` prints the admin
- * API's event view, one JSON document per line.
+ * delivery's attempts (T's first), as the console's event page shows it, and a request_id's expectations
+ * after its events; `--json` prints the admin API's event view, one JSON document per line.
  */
 export function eventCommand(ctx: OperatorContext, args: string[]): Promise<number> {
   if (args[0] === 'resend') return resendCommand(ctx, args.slice(1));
@@ -83,7 +86,17 @@ export function eventCommand(ctx: OperatorContext, args: string[]): Promise<numb
       const mask = createMasker(config.sensitiveFields);
       const requestId = values['request-id'];
       const ids = requestId ? await eventIdsForRequest(pipeline, requestId, archive) : positionals;
-      if (ids.length === 0) throw new UsageError('give an event id, or --request-id <platform request_id>');
+      const expected = requestId
+        ? await createExpectations({
+            pipeline,
+            settings: config.expectations,
+            environments: environmentNames(config),
+            logger: ctx.logger,
+            archive,
+          }).ofRequest(requestId)
+        : [];
+      if (ids.length === 0 && expected.length === 0)
+        throw new UsageError('give an event id, or --request-id <platform request_id>');
       let missing = 0;
       for (const id of ids) {
         const event = await findEvent(pipeline, id, mask, archive);
@@ -92,6 +105,9 @@ export function eventCommand(ctx: OperatorContext, args: string[]): Promise<numb
         else if (event) printEvent(event, out, values.target);
         else out(`${id}: not found`);
       }
+      // The JSON form stays one event view per line; `expect list --request-id R --json` gives these.
+      if (expected.length > 0 && !values.json)
+        out(`expected for request_id ${requestId}:\n${expectationsTable(expected)}`);
       return missing ? 1 : 0;
     }),
   );

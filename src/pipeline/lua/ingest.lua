@@ -25,17 +25,24 @@
   the producer's archive record to the archive stream, with the decision and the first job id: the
   record is stored with the jobs or not at all, so the archive misses nothing that was acknowledged.
 
+  A notification newly added that an expectation may wait for (ARGV[11], the expectation match field
+  of its environment, type and request_id) is looked up in the expectation match hash: the answer
+  names `expected` when one is kept for it, so the caller runs the expectation's own script only then
+  (one HEXISTS here, instead of a second call for every notification).
+
   KEYS: [1] the replay key; [2] our de-duplication record, the replay key again when BullMQ's own
   de-duplication (in the add's options) decides; [3] the event's copies hash (the replay key again
-  when [2] is not ours); [4..3 + buckets] the request-index buckets; then for each add: (ordered only:
-  its sequence) its keys (ordered only: the parked variant's keys).
+  when [2] is not ours); [4] the expectation match hash (the replay key again when ARGV[11] is '');
+  [5..4 + buckets] the request-index buckets; then for each add: (ordered only: its sequence) its keys
+  (ordered only: the parked variant's keys).
   ARGV: [1] the event type (the replay key is bound to it and the event id); [2] the binding's TTL in ms; [3] '1' when
   a key bound to another value is refused (legacy) rather than a replay, '-' when the replay key is
   neither checked nor bound (a copy kept after its key was found bound elsewhere); [4] '1' when
   KEYS[2] is ours to check and write; [5] the record's TTL in ms; [6] the
   event id; [7] when the index buckets expire (ms since 1970); [8] buckets; [9] adds; [10] what the
   record holds: `m:` and the event's `X-Merch-Id`, so a later copy under another one is a conflict,
-  not a duplicate; [11..10 + buckets] each bucket's request id; then for each add: its mode ('now'
+  not a duplicate; [11] the expectation match field ('' when none); [12..11 + buckets] each bucket's
+  request id; then for each add: its mode ('now'
   or 'ordered'), its number of keys and of arguments (ordered: then the parked variant's), its
   arguments (ordered: then the parked variant's). Last of all: ARGV[#ARGV] the archive record ('' when
   the archive is off), and then KEYS[#KEYS] is the archive stream.
@@ -95,8 +102,8 @@ if own and redis.call('EXISTS', KEYS[2]) > 0 then
 end
 local buckets = tonumber(ARGV[8])
 local adds = tonumber(ARGV[9])
-local k = 4 + buckets
-local a = 11 + buckets
+local k = 5 + buckets
+local a = 12 + buckets
 local function keys(n) local t = {unpack(KEYS, k, k + n - 1)}; k = k + n; return t end
 local function args(n) local t = {unpack(ARGV, a, a + n - 1)}; a = a + n; return t end
 local function num() local v = tonumber(ARGV[a]); a = a + 1; return v end
@@ -125,8 +132,8 @@ for i = 1, adds do
 end
 if own then redis.call('SET', KEYS[2], ARGV[10], 'PX', ARGV[5]) end
 for i = 1, buckets do
-  local key = KEYS[3 + i]
-  local field = ARGV[10 + i]
+  local key = KEYS[4 + i]
+  local field = ARGV[11 + i]
   local ids = redis.call('HGET', key, field)
   if not ids then
     redis.call('HSET', key, field, eventId)
@@ -137,4 +144,5 @@ for i = 1, buckets do
 end
 if binds then redis.call('SET', KEYS[1], binding, 'PX', ARGV[2]) end
 archive('added', first)
+if ARGV[11] ~= '' and redis.call('HEXISTS', KEYS[4], ARGV[11]) == 1 then return {'added', first or '', 'expected'} end
 return {'added', first or ''}

@@ -6,6 +6,7 @@
       KEYS[1] the match hash (`<environment> <event type> <request_id>` -> id)
       KEYS[2] due expectations
       KEYS[3] open expectations
+      KEYS[4] the archive stream, with the archive on (absent when off)
       ARGV[1] the match field
       ARGV[2] the event id
       ARGV[3] now (ms)
@@ -13,6 +14,7 @@
     Output:
       false (none) | { id, 'met' | 'late' | 'none', the state before }
 ]]
+--- @include "expect-archive"
 local id = redis.call('HGET', KEYS[1], ARGV[1])
 if not id then return false end
 local key = ARGV[4] .. id
@@ -21,11 +23,13 @@ if state == 'open' or state == 'overdue' then
   redis.call('HSET', key, 'state', 'met', 'metBy', ARGV[2], 'metAt', ARGV[3], 'updatedAt', ARGV[3])
   redis.call('ZREM', KEYS[2], id)
   redis.call('ZREM', KEYS[3], id)
+  archiveExpectation(KEYS[4], key)
   return { id, 'met', state }
 end
 if state == 'missing_notification' or state == 'unresolved' then
   if redis.call('HSETNX', key, 'lateEventId', ARGV[2]) == 1 then
     redis.call('HSET', key, 'lateAt', ARGV[3], 'updatedAt', ARGV[3])
+    archiveExpectation(KEYS[4], key)
     return { id, 'late', state }
   end
 end

@@ -6,6 +6,7 @@
 
     Input:
       KEYS[1] due expectations (zset, by the time of their next step)
+      KEYS[2] the archive stream, with the archive on (absent when off)
       ARGV[1] now (ms)
       ARGV[2] the lease (ms)
       ARGV[3] the most to claim
@@ -13,6 +14,7 @@
     Output:
       a flat list: id, attempt, the state before the claim, the due time claimed; for each one claimed
 ]]
+--- @include "expect-archive"
 local now = tonumber(ARGV[1])
 local out = {}
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[3]))
@@ -24,6 +26,7 @@ for i = 1, #due, 2 do
     local attempt = redis.call('HINCRBY', key, 'attempt', 1)
     redis.call('HSET', key, 'state', 'overdue', 'updatedAt', ARGV[1])
     redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), id)
+    archiveExpectation(KEYS[2], key)
     out[#out + 1] = id
     out[#out + 1] = tostring(attempt)
     out[#out + 1] = state

@@ -7,6 +7,7 @@
       KEYS[1] the expectation's hash
       KEYS[2] due expectations
       KEYS[3] open expectations
+      KEYS[4] the archive stream, with the archive on (absent when off)
       ARGV[1] its id
       ARGV[2] the attempt claimed
       ARGV[3] the state it takes: overdue (asked again at ARGV[4]), missing_notification, unresolved
@@ -15,6 +16,7 @@
     Output:
       1 recorded, 0 not (no longer this attempt's)
 ]]
+--- @include "expect-archive"
 if redis.call('HGET', KEYS[1], 'state') ~= 'overdue' or redis.call('HGET', KEYS[1], 'attempt') ~= ARGV[2] then
   return 0
 end
@@ -25,4 +27,5 @@ else
   redis.call('ZREM', KEYS[2], ARGV[1])
   redis.call('ZREM', KEYS[3], ARGV[1])
 end
+archiveExpectation(KEYS[4], KEYS[1])
 return 1
