@@ -205,7 +205,7 @@ describe('config check', () => {
   it('when the configuration is invalid, then it fails with the problems', async () => {
     const file = writeConfig({ targts: [] });
     await expect(cli({ ROLE: 'worker', CONFIG_FILE: file }, 'config', 'check')).rejects.toThrow(
-      `targts: unknown setting; did you mean targets? (in ${file})`,
+      `unknown setting targts (did you mean targets?) (in ${file})`,
     );
   });
 

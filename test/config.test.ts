@@ -1,8 +1,8 @@
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadPlatformKeys } from '../src/config/keys';
 import { ConfigError } from '../src/config/errors';
-import { loadConfig } from '../src/config/load';
+import { DEFAULTS_FILE, loadConfig } from '../src/config/load';
 import { EVENT_TYPES } from '../src/model/event-table';
 import { createRedisConnector } from '../src/redis/connect';
 import { redisTarget } from '../src/config/redis-target';
@@ -104,13 +104,36 @@ describe('loadConfig', () => {
       ].join('\n'),
     );
     expect(problemsOf(() => loadConfig({ ...base, CONFIG_FILE: file }))).toEqual([
-      `targts: unknown setting; did you mean targets? (in ${file})`,
-      `REDIS_URL: unknown setting; did you mean redisUrl? (in ${file})`,
-      `worker.lockDurationMS: unknown setting; did you mean lockDurationMs? (in ${file})`,
-      `frobnicate: unknown setting (in ${file})`,
-      `targets.0.timout_ms: unknown setting; did you mean timeoutMs? (in ${file})`,
-      `targets.0.backoff.initalMs: unknown setting; did you mean initialMs? (in ${file})`,
       `targets.0.backoff.initialMs: missing (expected number) (in ${file})`,
+      `targets.0.backoff: unknown setting initalMs (did you mean initialMs?) (in ${file})`,
+      `targets.0: unknown setting timout_ms (did you mean timeoutMs?) (in ${file})`,
+      `worker: unknown setting lockDurationMS (did you mean lockDurationMs?) (in ${file})`,
+      `unknown settings targts (did you mean targets?), REDIS_URL (did you mean redisUrl?), frobnicate (in ${file})`,
+    ]);
+  });
+
+  it('when an unknown key sits in a destination or an environment, then it is named there; one in the defaults names that file', () => {
+    const file = writeYaml(
+      [
+        'platformPublicKeys: []',
+        'environments:',
+        `  sandbox: { publicKeys: [${JSON.stringify(keys.platform_key_a_spki_base64)}], merchnatId: M1 }`,
+        'targets:',
+        '  - name: bus',
+        '    events: ["*"]',
+        '    environments: [sandbox]',
+        '    destination: { type: nats, servers: ["nats://127.0.0.1:4222"], subject: hooks, tsl: {} }',
+      ].join('\n'),
+    );
+    expect(problemsOf(() => loadConfig({ CONFIG_FILE: file }))).toEqual([
+      `environments.sandbox: unknown setting merchnatId (did you mean merchantId?) (in ${file})`,
+      `targets.0.destination: unknown setting tsl (did you mean tls?) (in ${file})`,
+    ]);
+
+    const defaults = path.join(tempDir('cfg'), 'default.yaml');
+    writeFileSync(defaults, `${readFileSync(DEFAULTS_FILE, 'utf8')}\nlogLevle: info\n`);
+    expect(problemsOf(() => loadConfig(base, defaults))).toEqual([
+      `unknown setting logLevle (did you mean logLevel?) (in ${defaults})`,
     ]);
   });
 

@@ -467,6 +467,26 @@ describe('operator corrections', () => {
       expect(raw.headers['x-svc-sign']).toBeUndefined();
       expect(raw.body.toString('utf8')).toBe(corrected);
     });
+
+    it('when a corrected body comes with two ids, then the API answers 400 and the CLI refuses, naming the rule; nothing is replayed', async () => {
+      const { id } = await quarantineOne(s);
+      const ids = [id, `${id}-another`];
+      const rule = 'a corrected body replays exactly one quarantined notification';
+      const res = await request(s.admin)
+        .post('/admin/api/quarantine/replay')
+        .set(auth)
+        .send({ ids, body: corrected })
+        .expect(400);
+      expect(res.body).toEqual({ error: 'bad_request', message: rule });
+      const file = path.join(tempDir('correction'), 'body.json');
+      writeFileSync(file, corrected);
+      const failed = runCli(['quarantine', 'replay', ...ids, '--body', file], {
+        env: { ...s.cliEnv(), ADMIN_ALLOW_CORRECTIONS: 'true' },
+        out: () => undefined,
+      });
+      await expect(failed).rejects.toThrow(rule);
+      expect((await s.quarantined()).map((q) => q.id)).toContain(id);
+    });
   });
 });
 

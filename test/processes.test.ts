@@ -127,8 +127,8 @@ describe('start-up', () => {
     expect(stderr).toBe(
       [
         'invalid configuration:',
-        `  - targts: unknown setting; did you mean targets? (in ${file})`,
         '  - PORT: Invalid input: expected number, received string',
+        `  - unknown setting targts (did you mean targets?) (in ${file})`,
         '',
       ].join('\n'),
     );

@@ -31,7 +31,6 @@ export const apiSchema = z.strictObject({
   inquiry: z.partialRecord(eventTypeKey, inquiryFunctionsSchema).default({}),
 });
 
-export type ApiSettings = z.infer<typeof apiSchema>;
 export type InquiryFunctions = z.infer<typeof inquiryFunctionsSchema>;
 
 /** Expectations of notifications, and the inquiries that chase overdue ones. */

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
 import { ENV_SETTINGS, envOverrides } from './env';
 import { withTargetEnvironments } from './environments';
 import { projectRoot } from './project-root';
@@ -8,7 +9,7 @@ import { ConfigError } from './errors';
 import { resolveDestinationUrls } from './destination-urls';
 import { configSchema, type Config } from './schema';
 import { readTransformSources } from './transforms';
-import { findUnknownKeys } from './unknown-keys';
+import { nearest } from '../model/nearest';
 
 export const DEFAULTS_FILE = path.join(projectRoot(), 'config', 'default.yaml');
 
@@ -66,21 +67,45 @@ function has(value: unknown, key: string | number): value is Record<string | num
   return typeof value === 'object' && value !== null && Object.prototype.hasOwnProperty.call(value, key);
 }
 
+/** Whether `value` holds a key at `p` (`['targets', 0, 'url']`). */
+function holds(value: unknown, p: Path): boolean {
+  let v = value;
+  for (const key of p) {
+    if (!has(v, key)) return false;
+    v = v[key];
+  }
+  return true;
+}
+
+/**
+ * zod's `unrecognized_keys` (every config object is strict) in words: each key the object does not
+ * name, with the nearest one it does. A mistyped key would otherwise be dropped and its default used.
+ */
+function unknownSettings(issue: z.core.$ZodRawIssue): string | undefined {
+  if (issue.code !== 'unrecognized_keys') return undefined;
+  const known = issue.inst instanceof z.ZodObject ? Object.keys(issue.inst.shape) : [];
+  const named = issue.keys.map((key) => {
+    const suggestion = nearest(key, known);
+    return suggestion ? `${key} (did you mean ${suggestion}?)` : key;
+  });
+  return `unknown setting${named.length > 1 ? 's' : ''} ${named.join(', ')}`;
+}
+
 /** `targets.0.url`: the file key path, as zod reports it and as the operator wrote it. */
-export function keyPath(p: Path): string {
-  return p.join('.') || '(root)';
+function keyPath(p: Path): string {
+  return p.join('.');
 }
 
 /** One problem, naming the setting the way the operator wrote it: the variable, or the key and its file. */
-export function describeProblem(p: Path, message: string, origin: SettingOrigin): string {
+function describeProblem(p: Path, message: string, origin: SettingOrigin): string {
   // An item of a list variable is named by its position: PLATFORM_SOURCE_CIDRS[1].
   if (origin.kind === 'env')
     return `${origin.name}${p
       .slice(origin.path.length)
       .map((k) => `[${k}]`)
       .join('')}: ${message}`;
-  if (origin.kind === 'file') return `${keyPath(p)}: ${message} (in ${origin.file})`;
-  return `${keyPath(p)}: ${message}`;
+  const where = p.length ? `${keyPath(p)}: ` : '';
+  return origin.kind === 'file' ? `${where}${message} (in ${origin.file})` : `${where}${message}`;
 }
 
 /**
@@ -105,29 +130,27 @@ export function loadConfigDetailed(env: Env, defaultsFile = DEFAULTS_FILE): Load
 
   // A destination's URL may name an environment variable or a file, so that its password is not in the file.
   const unresolved = resolveDestinationUrls(fromFile, env);
-  const problems = [
-    ...findUnknownKeys(configSchema, defaults).map((u) => ({ ...u, file: defaultsFile })),
-    ...(configFile ? findUnknownKeys(configSchema, fromFile).map((u) => ({ ...u, file: configFile })) : []),
-  ].map((u) =>
-    describeProblem(u.path, `unknown setting${u.suggestion ? `; did you mean ${u.suggestion}?` : ''}`, {
-      kind: 'file',
-      file: u.file,
-    }),
-  );
-  problems.unshift(
-    ...unresolved.map((u) => describeProblem(u.path, u.message, { kind: 'file', file: configFile ?? '' })),
-  );
+  const problems = unresolved.map((u) => describeProblem(u.path, u.message, { kind: 'file', file: configFile ?? '' }));
 
   const raw = merge(merge(defaults, fromFile), envOverrides(env));
-  const result = configSchema.safeParse(raw);
+  const result = configSchema.safeParse(raw, { error: unknownSettings });
   if (!result.success) {
     for (const issue of result.error.issues) {
-      if (unresolved.some((u) => keyPath(u.path) === keyPath(issue.path as Path))) continue; // said above
+      const where = issue.path as Path;
+      if (unresolved.some((u) => keyPath(u.path) === keyPath(where))) continue; // said above
+      // An unknown key can only be written in a file (each variable names a known setting).
+      const origin: SettingOrigin =
+        issue.code === 'unrecognized_keys'
+          ? {
+              kind: 'file',
+              file: configFile && issue.keys.some((k) => holds(fromFile, [...where, k])) ? configFile : defaultsFile,
+            }
+          : originOf(where);
       const message = issue.message.replace(
         /^Invalid input: expected (.+), received undefined$/,
         'missing (expected $1)',
       );
-      problems.push(describeProblem(issue.path as Path, message, originOf(issue.path as Path)));
+      problems.push(describeProblem(where, message, origin));
     }
   }
   if (problems.length || !result.success) throw new ConfigError(problems);

@@ -23,7 +23,7 @@ const TRUST_PROXY_HOP_COUNT =
  * One of the platform's environments (sandbox, production, European production): the keys that sign
  * its notifications, and what else a notification of it must satisfy.
  */
-const environmentSchema = z.object({
+const environmentSchema = z.strictObject({
   /** The forms `platformPublicKeys` takes; several during a rotation. */
   publicKeys: z.array(z.string().min(1)).min(1),
   /** When set, a present `<prefix>-appid` header must equal it. @defaultValue platformAppId */
@@ -50,7 +50,7 @@ const environmentSchema = z.object({
  * as `basic:<name>` or `token:<name>`.
  */
 const adminPrincipalSchema = z
-  .object({
+  .strictObject({
     name: z.string().regex(/^[A-Za-z0-9._@-]{1,64}$/, 'letters, digits, . _ @ and -, at most 64'),
     role: z.enum(['viewer', 'operator']),
     password: z.string().min(12, 'must be at least 12 characters').optional(),
@@ -63,7 +63,7 @@ const adminPrincipalSchema = z
 
 /** Every setting of the service; defaults live in config/default.yaml. */
 export const configSchema = z
-  .object({
+  .strictObject({
     port: z.number().int().min(0).max(65535),
     host: z.string().min(1),
     ...redisSettingsShape,
@@ -137,10 +137,10 @@ export const configSchema = z
     logRepeatIntervalMs: ms.min(100),
     sensitiveFields: z.array(z.string().min(1)),
     /** Completed jobs are removed after this age or count; failed ones are kept for an operator. */
-    retention: z.object({
-      completed: z.object({ ageSeconds: z.number().int().positive(), count: z.number().int().positive() }),
+    retention: z.strictObject({
+      completed: z.strictObject({ ageSeconds: z.number().int().positive(), count: z.number().int().positive() }),
     }),
-    http: z.object({
+    http: z.strictObject({
       requestTimeoutMs: ms.min(1),
       headersTimeoutMs: ms.min(1),
       keepAliveTimeoutMs: ms.min(1),
@@ -148,7 +148,7 @@ export const configSchema = z
     shutdownTimeoutMs: ms.min(1),
     targets: z.array(targetSchema),
     expectations: expectationsSchema,
-    worker: z.object({
+    worker: z.strictObject({
       /** How long a worker holds a job before another may take it over (a crashed worker's jobs return after this). */
       lockDurationMs: ms.min(1000),
       stalledIntervalMs: ms.min(500),
@@ -173,7 +173,7 @@ export const configSchema = z
     /**
      * The evidence archive in PostgreSQL (docs/archive.md): off until `url` (ARCHIVE_URL) names one.
      */
-    archive: z.object({
+    archive: z.strictObject({
       /** A `postgres://` or `postgresql://` connection string (credentials masked wherever it is shown). */
       url: z
         .string()
@@ -187,7 +187,7 @@ export const configSchema = z
       claimIdleMs: ms.min(100),
     }),
     /** The admin port's server timeouts, apart from the public port's. */
-    admin: z.object({
+    admin: z.strictObject({
       /** Whole request, headers and body. @defaultValue 30000 */
       requestTimeoutMs: ms.min(1),
       /** Request line and headers. @defaultValue 10000 */

@@ -109,26 +109,18 @@ export function createDeliveryWorker(
       if (span) {
         span.delivered(result.status, result.latencyMs);
         metrics.observeDelivery(target.name, sinceReceipt, span.traceId);
-        logger.record('info', 'delivered', {
-          eventId,
-          eventType,
-          target: target.name,
-          attempt,
-          status: result.status,
-          latencyMs: result.latencyMs,
-          ...span.logIds,
-        });
       } else {
         series.latency.observe(sinceReceipt);
-        logger.record('info', 'delivered', {
-          eventId,
-          eventType,
-          target: target.name,
-          attempt,
-          status: result.status,
-          latencyMs: result.latencyMs,
-        });
       }
+      logger.record('info', 'delivered', {
+        eventId,
+        eventType,
+        target: target.name,
+        attempt,
+        status: result.status,
+        latencyMs: result.latencyMs,
+        ...span?.logIds,
+      });
       return result;
     } catch (err) {
       const error = (err as Error).message;

@@ -6,12 +6,11 @@ import { z } from 'zod';
  * `tls://`, `rediss://`) or by any of these files.
  */
 const tlsFiles = z
-  .object({
+  .strictObject({
     caFile: z.string().min(1).optional(),
     certFile: z.string().min(1).optional(),
     keyFile: z.string().min(1).optional(),
   })
-  .strict()
   .refine((t) => (t.certFile === undefined) === (t.keyFile === undefined), {
     message: 'certFile and keyFile go together',
     path: ['keyFile'],
@@ -35,18 +34,16 @@ function onlyTypePlaceholder(value: string, ctx: z.RefinementCtx): void {
  * RabbitMQ (AMQP 0-9-1): a persistent, `mandatory` publish to `exchange` with `routingKey`, confirmed
  * by the broker (publisher confirms); a message no queue takes is returned, which is a failure.
  */
-const amqpDestination = z
-  .object({
-    type: z.literal('amqp'),
-    /** `amqp://user:pass@host:5672/vhost`, or `amqps://` for TLS. */
-    url: z.string().regex(/^amqps?:\/\/[^/\s]/, 'must be amqp://… or amqps://…'),
-    /** The exchange to publish to; it must exist. `""` is the default exchange (routing key = queue name). */
-    exchange: z.string().max(255),
-    /** @defaultValue `{type}` */
-    routingKey: z.string().max(255).superRefine(onlyTypePlaceholder).default('{type}'),
-    tls: tlsFiles.optional(),
-  })
-  .strict();
+const amqpDestination = z.strictObject({
+  type: z.literal('amqp'),
+  /** `amqp://user:pass@host:5672/vhost`, or `amqps://` for TLS. */
+  url: z.string().regex(/^amqps?:\/\/[^/\s]/, 'must be amqp://… or amqps://…'),
+  /** The exchange to publish to; it must exist. `""` is the default exchange (routing key = queue name). */
+  exchange: z.string().max(255),
+  /** @defaultValue `{type}` */
+  routingKey: z.string().max(255).superRefine(onlyTypePlaceholder).default('{type}'),
+  tls: tlsFiles.optional(),
+});
 
 /** A NATS subject: dot-separated tokens without spaces or wildcards; `{type}` may stand for tokens. */
 const natsSubject = z
@@ -58,30 +55,26 @@ const natsSubject = z
  * NATS JetStream: a publish acknowledged by the stream that captures the subject; `Nats-Msg-Id` (the
  * event id) lets JetStream drop a republished duplicate within the stream's duplicate window.
  */
-const natsDestination = z
-  .object({
-    type: z.literal('nats'),
-    /** `nats://host:4222`, `tls://host:4222` for TLS; credentials as `nats://user:pass@…` or `nats://token@…`. */
-    servers: z.array(z.string().regex(/^(nats|tls):\/\/[^/\s]/, 'must be nats://host:port or tls://host:port')).min(1),
-    subject: natsSubject,
-    tls: tlsFiles.optional(),
-  })
-  .strict();
+const natsDestination = z.strictObject({
+  type: z.literal('nats'),
+  /** `nats://host:4222`, `tls://host:4222` for TLS; credentials as `nats://user:pass@…` or `nats://token@…`. */
+  servers: z.array(z.string().regex(/^(nats|tls):\/\/[^/\s]/, 'must be nats://host:port or tls://host:port')).min(1),
+  subject: natsSubject,
+  tls: tlsFiles.optional(),
+});
 
 /** A Redis stream: `XADD`, acknowledged by that Redis (and by `minReplicasAck` replicas through WAIT). */
-const redisStreamDestination = z
-  .object({
-    type: z.literal('redis-stream'),
-    /** `redis://user:pass@host:6379/0`, or `rediss://` for TLS. */
-    url: z.string().regex(/^rediss?:\/\/[^/\s]/, 'must be redis://… or rediss://…'),
-    stream: z.string().min(1).max(512).superRefine(onlyTypePlaceholder),
-    /** Trims the stream to about this many entries (`MAXLEN ~`). @defaultValue not trimmed */
-    maxLen: z.number().int().positive().optional(),
-    /** Replicas that must confirm each entry (WAIT) before it counts as delivered. @defaultValue 0 */
-    minReplicasAck: z.number().int().min(0).max(16).default(0),
-    tls: tlsFiles.optional(),
-  })
-  .strict();
+const redisStreamDestination = z.strictObject({
+  type: z.literal('redis-stream'),
+  /** `redis://user:pass@host:6379/0`, or `rediss://` for TLS. */
+  url: z.string().regex(/^rediss?:\/\/[^/\s]/, 'must be redis://… or rediss://…'),
+  stream: z.string().min(1).max(512).superRefine(onlyTypePlaceholder),
+  /** Trims the stream to about this many entries (`MAXLEN ~`). @defaultValue not trimmed */
+  maxLen: z.number().int().positive().optional(),
+  /** Replicas that must confirm each entry (WAIT) before it counts as delivered. @defaultValue 0 */
+  minReplicasAck: z.number().int().min(0).max(16).default(0),
+  tls: tlsFiles.optional(),
+});
 
 /** A table name, optionally schema-qualified: lower-case, so that it means the same quoted or not. */
 const tableName = z
@@ -95,16 +88,14 @@ const tableName = z
  * A PostgreSQL table: one `INSERT … ON CONFLICT (webhook_id) DO NOTHING` per delivery, so each event is
  * one row however often it is delivered. TLS and its files by the URL (`?sslmode=verify-full&sslrootcert=…`).
  */
-const postgresDestination = z
-  .object({
-    type: z.literal('postgres'),
-    /** `postgres://user:pass@host:5432/db` (or `postgresql://`). */
-    url: z.string().regex(/^postgres(ql)?:\/\/[^/\s]/, 'must be postgres://… or postgresql://…'),
-    table: tableName,
-    /** Creates the table (and nothing else) at start-up when it is missing. @defaultValue false */
-    createTable: z.boolean().default(false),
-  })
-  .strict();
+const postgresDestination = z.strictObject({
+  type: z.literal('postgres'),
+  /** `postgres://user:pass@host:5432/db` (or `postgresql://`). */
+  url: z.string().regex(/^postgres(ql)?:\/\/[^/\s]/, 'must be postgres://… or postgresql://…'),
+  table: tableName,
+  /** Creates the table (and nothing else) at start-up when it is missing. @defaultValue false */
+  createTable: z.boolean().default(false),
+});
 
 /** A merchant's message broker or database, in place of a target's `url`. */
 export const destinationSchema = z.discriminatedUnion(

@@ -197,37 +197,22 @@ export function toDeliveryJob(
   filtered: readonly string[] = [],
   orderKey?: string,
 ): DeliveryJob {
-  const {
-    eventId,
-    eventType,
-    receivedAt,
-    path,
-    rawBody,
-    rawBodyEncoding,
-    contentType,
-    signatureHeaders,
-    merchantId,
-    environment,
-    corrected,
-    source,
-    trace,
-  } = event;
   const job: DeliveryJob = {
-    eventId,
-    eventType,
-    receivedAt,
-    path,
-    rawBody,
-    rawBodyEncoding,
-    contentType,
-    signatureHeaders,
-    merchantId,
-    environment,
+    eventId: event.eventId,
+    eventType: event.eventType,
+    receivedAt: event.receivedAt,
+    path: event.path,
+    rawBody: event.rawBody,
+    rawBodyEncoding: event.rawBodyEncoding,
+    contentType: event.contentType,
+    signatureHeaders: event.signatureHeaders,
+    merchantId: event.merchantId,
+    environment: event.environment,
     target,
   };
-  if (corrected) job.corrected = true;
-  if (source !== undefined) job.source = source;
-  if (trace !== undefined) job.trace = trace;
+  if (event.corrected) job.corrected = true;
+  if (event.source !== undefined) job.source = event.source;
+  if (event.trace !== undefined) job.trace = event.trace;
   if (filtered.length > 0) job.filtered = [...filtered];
   if (orderKey !== undefined) job.orderKey = orderKey;
   return job;

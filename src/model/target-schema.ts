@@ -39,7 +39,7 @@ const headerValue = z
   .string()
   .regex(/^[\t\x20-\x7e\xa0-\uffff]*$/, 'a header value may not hold CR, LF, NUL or other control characters');
 
-const targetFields = z.object({
+const targetFields = z.strictObject({
   /** Names the target in queues, metrics and logs. */
   name: z.string().regex(/^[a-z0-9_-]{1,40}$/, 'lower-case letters, digits, _ and -, at most 40'),
   /** Where an HTTP target's deliveries are POSTed; a broker target names a `destination` instead. */
@@ -70,12 +70,12 @@ const targetFields = z.object({
   maxAttempts: z.number().int().min(1).max(100).default(12),
   /** Exponential backoff with jitter between attempts. @defaultValue 1 s to 1 h */
   backoff: z
-    .object({ initialMs: z.number().int().positive(), maxMs: z.number().int().positive() })
+    .strictObject({ initialMs: z.number().int().positive(), maxMs: z.number().int().positive() })
     .default({ initialMs: 1000, maxMs: 3600000 }),
   /** Deliveries in flight at once, per worker process. @defaultValue 10 */
   concurrency: z.number().int().min(1).max(1000).default(10),
   /** At most `max` deliveries per `perMs`, across all worker processes. */
-  rateLimit: z.object({ max: z.number().int().positive(), perMs: z.number().int().positive() }).optional(),
+  rateLimit: z.strictObject({ max: z.number().int().positive(), perMs: z.number().int().positive() }).optional(),
   /**
    * `standard` (Standard Webhooks JSON) or `passthrough` (the platform's bytes and signature headers). @defaultValue
    * standard
@@ -119,7 +119,7 @@ const targetFields = z.object({
     .max(8 * 1024 * 1024)
     .optional(),
   order: z
-    .object({
+    .strictObject({
       key: z
         .string()
         .regex(

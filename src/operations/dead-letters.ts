@@ -7,7 +7,7 @@ import type { RecordDeliveryEnd } from '../pipeline/archive-outcome';
 import type { DeliveryQueue } from '../model/queues';
 import { isEventId } from '../model/ids';
 import { ServiceError } from '../model/errors';
-import { tracing } from '../tracing/tracing';
+import { asOperator } from '../tracing/tracing';
 import { SpanAttribute } from '../tracing/attributes';
 
 export interface DeadLetter {
@@ -87,16 +87,11 @@ export function createDeadLetters(
   async function replay(ids: readonly string[], by = 'operator'): Promise<{ replayed: string[]; notFound: string[] }> {
     // While tracing is on, the replay is a span of its own, linked to the trace each delivery was
     // received in; the new attempts join that trace (each job keeps its `traceparent`).
-    const span = tracing.operator('replay', by);
-    try {
+    return asOperator('replay', by, async (span) => {
       const result = await replayEach(ids, by, (trace) => span?.link(trace));
       span?.attribute(SpanAttribute.Replayed, result.replayed.length);
-      span?.end();
       return result;
-    } catch (err) {
-      span?.end(err);
-      throw err;
-    }
+    });
   }
 
   async function replayEach(

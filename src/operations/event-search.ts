@@ -483,5 +483,3 @@ export function createEventSearch(pipeline: Pipeline, archive?: ArchiveHistory) 
     },
   };
 }
-
-export type EventSearch = ReturnType<typeof createEventSearch>;

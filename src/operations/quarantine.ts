@@ -49,6 +49,15 @@ export class CorrectionsDisabledError extends ServiceError {
   }
 }
 
+/** A corrected body stands for one notification, so a replay with one names exactly one id. 400. */
+export class CorrectionForOneError extends ServiceError {
+  readonly code = 'bad_request';
+  readonly status = 400;
+  constructor() {
+    super('a corrected body replays exactly one quarantined notification');
+  }
+}
+
 /** A replay named quarantine jobs that cannot be read: nothing named with them was replayed. 409. */
 export class UnreadableJobError extends ServiceError {
   readonly code = 'unreadable_job';
@@ -122,8 +131,7 @@ export function createQuarantine(
 
   async function replay(ids: readonly string[], correctedBody?: string): Promise<QuarantineReplayOutcome[]> {
     if (correctedBody !== undefined && !options.allowCorrections) throw new CorrectionsDisabledError();
-    if (correctedBody !== undefined && ids.length !== 1)
-      throw new Error('a corrected body replays exactly one quarantined notification');
+    if (correctedBody !== undefined && ids.length !== 1) throw new CorrectionForOneError();
     // Every job is read before any is replayed, so a refusal leaves the request's readable ones
     // untouched; each id once, as a job read here is gone after its replay.
     const unique = [...new Set(ids)];

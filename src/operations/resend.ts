@@ -9,7 +9,7 @@ import type { Producer } from '../pipeline/producer';
 import type { QueueRegistry } from '../pipeline/queue-registry';
 import { UnknownTargetError } from './dead-letters';
 import { ServiceError } from '../model/errors';
-import { tracing, type OperatorSpan } from '../tracing/tracing';
+import { asOperator, type OperatorSpan } from '../tracing/tracing';
 import { SpanAttribute } from '../tracing/attributes';
 
 /**
@@ -107,16 +107,8 @@ export function createResender(
      * resend is a span of its own, linked to the trace the event was received in; the new attempts
      * join that trace (the job keeps its `traceparent`).
      */
-    async resend(eventId: string, only?: string, by = 'operator'): Promise<ResendResult> {
-      const span = tracing.operator('resend', by);
-      try {
-        const result = await resend(eventId, only, by, span);
-        span?.end();
-        return result;
-      } catch (err) {
-        span?.end(err);
-        throw err;
-      }
+    resend(eventId: string, only?: string, by = 'operator'): Promise<ResendResult> {
+      return asOperator('resend', by, (span) => resend(eventId, only, by, span));
     },
   };
 

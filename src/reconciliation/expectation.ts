@@ -90,5 +90,3 @@ export const expectationInputSchema = z
     dueInSeconds: z.number().int().min(0).max(MAX_DUE_SECONDS).optional(),
   })
   .refine((e) => (e.dueBy === undefined) !== (e.dueInSeconds === undefined), 'give dueBy or dueInSeconds, one of them');
-
-export type ExpectationInput = z.infer<typeof expectationInputSchema>;

@@ -102,6 +102,23 @@ const off: Tracing = {
 /** The process's hooks: no-ops until the SDK is started, then replaced in place (callers keep this object). */
 export const tracing: Tracing = { ...off };
 
+/** Runs an operator action inside its span (when tracing is on), the span ended with the action's outcome. */
+export async function asOperator<T>(
+  action: 'resend' | 'replay',
+  by: string,
+  work: (span: OperatorSpan | undefined) => Promise<T>,
+): Promise<T> {
+  const span = tracing.operator(action, by);
+  try {
+    const result = await work(span);
+    span?.end();
+    return result;
+  } catch (err) {
+    span?.end(err);
+    throw err;
+  }
+}
+
 /** Installs an implementation (start.ts), or the no-ops again. */
 export function installTracing(impl: Tracing | undefined): void {
   Object.assign(tracing, impl ?? off);

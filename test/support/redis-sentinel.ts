@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { freePort, RedisServer, withNode } from '../../src/demo/redis-server';
@@ -6,9 +6,17 @@ import { freePort, RedisServer, withNode } from '../../src/demo/redis-server';
 export const SENTINEL_MASTER_NAME = 'whr';
 
 /**
- * A throwaway master, its replicas and a quorum of sentinels on free ports, config files in a
- * temp dir removed on stop. Sentinels declare the master down after `downAfterMs`, so a failover
- * completes within a few seconds.
+ * A throwaway master, its replicas and a quorum of sentinels on free ports, config files and the
+ * sentinels' logs in a temp dir removed on stop. Sentinels declare the master down after
+ * `downAfterMs`, so a failover completes within a few seconds.
+ *
+ * `downAfterMs` is 2 s, as in Redis's own Sentinel tests, not less: a sentinel that switches to the new
+ * master drops its link and may reconnect only a second after its last attempt (to the dead master),
+ * and it must see the new master answer within `downAfterMs` of the switch. At 1 s a sentinel
+ * sometimes did not, called the new master down, and the other sentinels' "down" answers about the
+ * old one (kept 5 s) made that objective at once: a second failover away from a healthy master.
+ * TILT (a sentinel whose own timer ran 2 s late stops acting, 30 s by default) lasts 5 s, as there too:
+ * on a loaded machine a stalled sentinel otherwise holds a failover back for half a minute.
  */
 export class RedisSentinelSet {
   private constructor(
@@ -20,7 +28,7 @@ export class RedisSentinelSet {
   static async start({
     replicas = 2,
     sentinels = 3,
-    downAfterMs = 1000,
+    downAfterMs = 2000,
     failoverTimeoutMs = 3000,
   } = {}): Promise<RedisSentinelSet> {
     const dir = mkdtempSync(path.join(tmpdir(), 'redis-sentinel-'));
@@ -55,7 +63,13 @@ export class RedisSentinelSet {
             '',
           ].join('\n'),
         );
-        set.sentinels.push(await RedisServer.start({ configFile: file, args: ['--dir', dir, '--sentinel'] }));
+        const logfile = path.join(dir, `sentinel-${i}.log`);
+        const node = await RedisServer.start({
+          configFile: file,
+          args: ['--dir', dir, '--logfile', logfile, '--sentinel'],
+        });
+        set.sentinels.push(node);
+        await set.askOne(node.port, ['DEBUG', 'tilt-period', '5000']);
       }
       await set.waitUntilSettled(replicas, sentinels - 1);
       return set;
@@ -120,7 +134,7 @@ export class RedisSentinelSet {
       const master = this.dataNodes.find((n) => n.port === ports[0]);
       if (master && master !== old && ports.every((p) => p === master.port) && (await roleOf(master.port)) === 'master')
         return master;
-      if (Date.now() > deadline) throw new Error(`no failover within ${timeoutMs} ms`);
+      if (Date.now() > deadline) throw new Error(`no failover within ${timeoutMs} ms\n${this.lastEvents()}`);
       await new Promise((r) => setTimeout(r, 100));
     }
   }
@@ -148,6 +162,16 @@ export class RedisSentinelSet {
         throw new Error(`the master does not count ${count} replicas online after ${timeoutMs} ms`);
       await new Promise((r) => setTimeout(r, 100));
     }
+  }
+
+  /** Each sentinel's last warnings (switches, votes, TILT), for an error that must say why no failover came. */
+  private lastEvents(lines = 12): string {
+    return this.sentinels
+      .map((_, i) => {
+        const log = readFileSync(path.join(this.dir, `sentinel-${i}.log`), 'utf8').split('\n');
+        return [`sentinel ${i}:`, ...log.filter((l) => l.includes(' # ')).slice(-lines)].join('\n');
+      })
+      .join('\n');
   }
 
   private async ask(args: string[]): Promise<unknown[]> {

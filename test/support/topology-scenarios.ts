@@ -215,7 +215,7 @@ export async function runLaggingReplicaFailover(
   let failing = false;
   const target = await TargetServer.start(() => ({ status: failing ? 503 : 200 }));
   // Retried (every 200 ms at most, 100 times) for longer than the failover takes: a delivery that does not happen is lost, not dead-lettered.
-  // A short bound keeps the freeze well under the sentinels' down-after (1 s): a replica they saw as
+  // A short bound keeps the freeze well under the sentinels' down-after (2 s): a replica they saw as
   // down when the master died is passed over, and the failover waits for a later attempt.
   const f = buildForwarding(platform, [{ name: 'ledger', url: target.url, maxAttempts: 100 }], {
     ENQUEUE_TIMEOUT_MS: '300',

@@ -14,7 +14,7 @@ export function quarantineRoutes(quarantine: Quarantine, recovery: Recovery): Ro
   });
   router.post('/replay', async (req, res) => {
     const parsed = replayBody.safeParse(req.body);
-    if (!parsed.success || (parsed.data.body !== undefined && parsed.data.ids.length !== 1)) {
+    if (!parsed.success) {
       return void res.status(400).json({
         error: 'bad_request',
         message: 'send {"ids": [...]}, or {"ids": [one], "body": "<corrected JSON text>"}',

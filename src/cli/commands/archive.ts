@@ -1,3 +1,4 @@
+import { UsageError } from '../errors';
 import { parseArgs } from 'node:util';
 import type { Pool } from 'pg';
 import { ARCHIVE_POOL } from '../../archive/pool-settings';
@@ -12,7 +13,8 @@ import type { OperatorContext } from '../operator-context';
 /** Runs `use` on a pool to the configured archive (ARCHIVE_URL), closed afterwards. */
 export async function withArchive<T>(ctx: OperatorContext, use: (pool: Pool) => Promise<T>): Promise<T> {
   const url = ctx.config.archive.url;
-  if (url === undefined) throw new Error('no archive configured: set ARCHIVE_URL (a postgresql:// connection string)');
+  if (url === undefined)
+    throw new UsageError('no archive configured: set ARCHIVE_URL (a postgresql:// connection string)');
   ctx.out(`archive: ${maskUrl(url)}`);
   const pg = createPgPool(url, { ...ARCHIVE_POOL, size: 1 });
   try {
@@ -45,7 +47,7 @@ export async function archiveCommand(ctx: OperatorContext, args: string[]): Prom
     });
     const since = values.since === undefined ? undefined : new Date(values.since);
     if (since && Number.isNaN(since.getTime()))
-      throw new Error(`--since ${values.since}: not a date (e.g. 2026-01-31)`);
+      throw new UsageError(`--since ${values.since}: not a date (e.g. 2026-01-31)`);
     const report = await withArchive(ctx, (pool) => verifyArchive(pool, { since, environment: values.environment }));
     ctx.out(
       `months: ${report.months} (removed by retention: ${report.monthsCut})  rows: ${report.rows}  ` +
@@ -68,7 +70,7 @@ export async function archiveCommand(ctx: OperatorContext, args: string[]): Prom
     });
     const id = positionals[0];
     if (id === undefined || values.out === undefined)
-      throw new Error('usage: archive export <event id | request_id> --out DIR');
+      throw new UsageError('usage: archive export <event id | request_id> --out DIR');
     const dir = values.out;
     const { row, paths } = await withArchive(ctx, (pool) => exportEvidence(pool, id, dir));
     ctx.out(`${row.id}  ${row.eventId}  ${row.eventType}  ${row.scheme}  received ${row.receivedAt.toISOString()}`);
@@ -76,5 +78,5 @@ export async function archiveCommand(ctx: OperatorContext, args: string[]): Prom
     ctx.out(`check: cd ${dir} && openssl dgst -sha256 -verify public-key.pem -signature signature.bin signed.txt`);
     return 0;
   }
-  throw new Error('usage: archive verify [--since DATE] [--environment NAME] | archive export <id> --out DIR');
+  throw new UsageError('usage: archive verify [--since DATE] [--environment NAME] | archive export <id> --out DIR');
 }

@@ -1,3 +1,4 @@
+import { UsageError } from '../errors';
 import { parseArgs } from 'node:util';
 import { environmentNames } from '../../model/environments';
 import { isExpectationState, type Expectation } from '../../reconciliation/expectation';
@@ -56,12 +57,12 @@ export function expectCommand(ctx: OperatorContext, args: string[]): Promise<num
         ctx.out(values.json ? JSON.stringify(rows, null, 2) : expectationsTable(rows));
       if (first === 'list') return list(expectations, values, print);
       if (first === 'cancel') {
-        if (!second) throw new Error('give the expectation id: expect cancel <id>');
+        if (!second) throw new UsageError('give the expectation id: expect cancel <id>');
         print([await expectations.cancel(ctx.actor, second)]);
         return 0;
       }
       if (!first || !second) {
-        throw new Error('give the event type and request_id: expect <event type> <request_id> --due-in <seconds>');
+        throw new UsageError('give the event type and request_id: expect <event type> <request_id> --due-in <seconds>');
       }
       const { expectation, created } = await expectations.expect(ctx.actor, {
         eventType: first,
@@ -83,7 +84,7 @@ async function list(
   print: (rows: readonly Expectation[]) => void,
 ): Promise<number> {
   if (values.state !== undefined && !isExpectationState(values.state)) {
-    throw new Error(`--state: one of open, overdue, met, missing_notification, unresolved, cancelled`);
+    throw new UsageError(`--state: one of open, overdue, met, missing_notification, unresolved, cancelled`);
   }
   const state = values.state;
   const rows = values['request-id']

@@ -77,14 +77,14 @@ export function withSettings(text: string, sets: readonly string[]): string {
   try {
     body = JSON.parse(text);
   } catch {
-    throw new Error('--set needs a JSON body');
+    throw new UsageError('--set needs a JSON body');
   }
   for (const setting of sets) {
     const at = setting.indexOf('=');
-    if (at <= 0) throw new Error(`--set takes path=value, e.g. data.merchant_no=M100023 (got "${setting}")`);
+    if (at <= 0) throw new UsageError(`--set takes path=value, e.g. data.merchant_no=M100023 (got "${setting}")`);
     const parts = setting.slice(0, at).split('.');
     if (parts.some((p) => p === '' || p === '__proto__' || p === 'constructor' || p === 'prototype'))
-      throw new Error(`--set: "${setting.slice(0, at)}" is not a field path`);
+      throw new UsageError(`--set: "${setting.slice(0, at)}" is not a field path`);
     let node = body as Record<string, unknown>;
     for (const part of parts.slice(0, -1)) {
       const next = node[part];

@@ -1,3 +1,4 @@
+import { UsageError } from '../errors';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { environmentNames } from '../../model/environments';
@@ -37,7 +38,7 @@ export function bodiesFromDir(config: Config, dir: string): LabelledBody[] {
   for (const name of files) {
     const eventType = typeOfFile(name);
     if (!eventType)
-      throw new Error(`${path.join(dir, name)}: name a body file for its event type, e.g. payment.result-1.json`);
+      throw new UsageError(`${path.join(dir, name)}: name a body file for its event type, e.g. payment.result-1.json`);
     const body = readFileSync(path.join(dir, name), 'utf8');
     for (const environment of environmentNames(config)) bodies.push({ eventType, environment, body, from: name });
   }

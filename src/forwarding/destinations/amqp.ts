@@ -4,7 +4,6 @@ import type { OutgoingRequest } from '../build-request';
 import type { DeliveryTransport } from '../delivery-transport';
 import {
   brokerFailure,
-  classifyClientError,
   connectionNotices,
   describeError,
   LazyConnection,
@@ -171,16 +170,7 @@ export function createAmqpTransport(target: Target, d: AmqpDestination, logger?:
   return {
     async send(message, job) {
       const started = performance.now();
-      let link: Link;
-      try {
-        link = await links.getWithin(target.timeoutMs);
-      } catch (err) {
-        throw brokerFailure(
-          classifyClientError(err),
-          `cannot connect to RabbitMQ: ${describeError(err)}`,
-          Math.round(performance.now() - started),
-        );
-      }
+      const link = await links.getWithin(target.timeoutMs, 'RabbitMQ', started);
       return publish(link, message, job, started);
     },
     close: (ms) => links.close(ms),

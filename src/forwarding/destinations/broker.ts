@@ -146,10 +146,16 @@ export class LazyConnection<C> {
   /**
    * The open connection within `ms`: a broker that accepts the TCP connection and then answers
    * nothing (frozen) fails the send by then with ETIMEDOUT; the opening goes on for the next send.
+   * A failure is the send's, classified, its latency counted from `startedAt` (`performance.now()`).
    */
-  getWithin(ms: number): Promise<C> {
+  async getWithin(ms: number, broker: string, startedAt: number): Promise<C> {
     const timeout = () => Object.assign(new Error(`no connection within ${ms} ms (timeoutMs)`), { code: 'ETIMEDOUT' });
-    return withTimeout(this.get(), ms, timeout);
+    try {
+      return await withTimeout(this.get(), ms, timeout);
+    } catch (err) {
+      const latencyMs = Math.round(performance.now() - startedAt);
+      throw brokerFailure(classifyClientError(err), `cannot connect to ${broker}: ${describeError(err)}`, latencyMs);
+    }
   }
 
   /** Forgets `conn` (it closed or failed): the next send opens a new one. */

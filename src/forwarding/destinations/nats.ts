@@ -81,12 +81,7 @@ export function createNatsTransport(target: Target, d: NatsDestination, logger?:
     async send(message, job) {
       const started = performance.now();
       const elapsed = () => Math.round(performance.now() - started);
-      let link: Link;
-      try {
-        link = await links.getWithin(target.timeoutMs);
-      } catch (err) {
-        throw brokerFailure(classifyClientError(err), `cannot connect to NATS: ${describeError(err)}`, elapsed());
-      }
+      const link = await links.getWithin(target.timeoutMs, 'NATS', started);
       const subject = fillTemplate(d.subject, job.eventType);
       const h = natsHeaders();
       for (const [name, value] of Object.entries(message.headers)) h.set(name, value);
