@@ -179,6 +179,50 @@ describe('one delivery attempt', () => {
     expect(seen).toEqual([`platform-webhook-receiver/${version}`]);
   });
 
+  it('when a 2xx answer runs past 128 KiB, then it is delivered and its connection closed rather than drained', async () => {
+    const timers: NodeJS.Timeout[] = [];
+    const { server, url, closes } = await httpServer((res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      const chunk = 'k'.repeat(16 * 1024);
+      timers.push(setInterval(() => res.write(chunk), 5));
+    });
+    const result = await timed(attemptDelivery({ ...target(url), timeoutMs: 5000 }, dispatcher, outgoing));
+    await new Promise((r) => setTimeout(r, 100));
+    timers.forEach(clearInterval);
+    await stop(server);
+
+    expect(result.value).toMatchObject({ status: 200 });
+    expect(result.ms).toBeLessThan(3000); // not held until the 5 s deadline
+    expect(closes.length).toBeGreaterThanOrEqual(1);
+  });
+
+  it('when no connection frees up before the deadline, then the waiting attempt times out and is never sent', async () => {
+    const oneConnection = new Agent({ connections: 1, keepAliveTimeout: 4000 });
+    const sockets: Socket[] = [];
+    let received = '';
+    const server = createTcpServer((socket) => {
+      sockets.push(socket);
+      socket.on('error', () => undefined);
+      socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1'))); // and never answers
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+    const [holding, waiting] = await Promise.all([
+      timed(attemptDelivery(target(url), oneConnection, outgoing)),
+      timed(attemptDelivery(target(url), oneConnection, outgoing)),
+    ]);
+    await new Promise((r) => setTimeout(r, 200));
+    sockets.forEach((s) => s.destroy());
+    await stop(server);
+    await oneConnection.close();
+
+    for (const attempt of [holding, waiting]) {
+      expect(attempt.ms).toBeLessThan(TIMEOUT_MS + SLACK_MS);
+      expect((attempt.error as Error).message).toBe(`timeout after ${TIMEOUT_MS} ms`);
+    }
+    expect(received.match(/POST \/hook/g)).toHaveLength(1);
+  });
+
   it('keeps a short answer whole and succeeds on 2xx', async () => {
     const { server, url } = await httpServer((res) => {
       res.writeHead(200, { 'content-type': 'text/plain' });

@@ -1,5 +1,5 @@
 import { Agent } from 'undici';
-import { attemptDelivery } from './attempt';
+import { attemptDelivery, httpEndpoint } from './attempt';
 import type { DeliveryTransport } from './delivery-transport';
 import { settlesWithin } from '../model/with-timeout';
 import type { Target } from '../model/target-schema';
@@ -10,8 +10,9 @@ import type { Logger } from '../logging/logger';
 /** HTTP POST to the target's URL over one connection pool per target and worker process. */
 export function createHttpTransport(target: Target): DeliveryTransport {
   const dispatcher = new Agent({ connections: target.concurrency, keepAliveTimeout: 4000 });
+  const endpoint = httpEndpoint(target.url!);
   return {
-    send: (message) => attemptDelivery(target, dispatcher, message),
+    send: (message) => attemptDelivery(target, dispatcher, message, endpoint),
     async close(ms) {
       if (!(await settlesWithin(dispatcher.close(), ms))) await dispatcher.destroy();
     },
