@@ -15,11 +15,13 @@ import { maskedEndpoint, tracingSettings } from './tracing/settings';
 import { exitCodeOf, ServiceError } from './model/errors';
 import { transformProblems } from './transform/check';
 import { checkPostgresTables } from './forwarding/destinations/postgres-table';
+import { applyV8Settings } from './v8-settings';
 
 /** What a shutdown may take beyond the receiver's and the workers' own bounds before the process leaves anyway. */
 const SHUTDOWN_MARGIN_MS = 5000;
 
 async function main(): Promise<void> {
+  applyV8Settings();
   let config;
   let environments;
   let redis;

@@ -1,4 +1,5 @@
-import { Pool, type PoolClient } from 'pg';
+import type { Pool, PoolClient } from 'pg';
+import { pg } from './driver';
 import { settlesWithin } from '../model/with-timeout';
 
 /** The most connections one pool opens, whatever concurrency asks for: a database's own limit is often 100. */
@@ -27,7 +28,7 @@ export interface PgPool {
  * from starting), with the error of an idle connection handled (unhandled, it would end the process).
  */
 export function createPgPool(url: string, options: PgPoolOptions): PgPool {
-  const pool = new Pool({
+  const pool = new (pg().Pool)({
     connectionString: url,
     max: Math.max(1, Math.min(MAX_POOL_SIZE, options.size)),
     connectionTimeoutMillis: options.timeoutMs,

@@ -1,4 +1,4 @@
-import { Client } from 'pg';
+import { pg } from '../../postgres/driver';
 import { INBOX_COLUMNS, inboxDefinition } from './postgres-row';
 import type { PostgresDestination } from '../../model/destination-schema';
 import type { Target } from '../../model/target-schema';
@@ -59,7 +59,11 @@ function tableProblems(
  * with every documented column, `webhook_id` its key, and INSERT granted to the connecting user.
  */
 export async function inspectTable(d: PostgresDestination, timeoutMs: number, create: boolean): Promise<TableVerdict> {
-  const client = new Client({ connectionString: d.url, connectionTimeoutMillis: timeoutMs, query_timeout: timeoutMs });
+  const client = new (pg().Client)({
+    connectionString: d.url,
+    connectionTimeoutMillis: timeoutMs,
+    query_timeout: timeoutMs,
+  });
   client.on('error', () => undefined); // a connection lost after the checks: nothing waits on it
   try {
     await client.connect();
