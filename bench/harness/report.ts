@@ -3,6 +3,7 @@ import path from 'node:path';
 import type {
   ArchivePhase,
   BenchResult,
+  OffOnIngest,
   CpuFigures,
   DrainFigures,
   DrainIntoPhase,
@@ -399,22 +400,7 @@ export function buildRows(res: BenchResult): TableRow[] {
     // The service against itself: tracing on (every span sampled, exported to a local collector) in the service column, off in the baseline one.
     const { ingest, drain } = res.tracing;
     const sec = 'tracing on (100 % sampled) vs off, same run';
-    const q = ratio(ingest.on.acceptedPerSec, ingest.off.acceptedPerSec);
-    row(
-      sec,
-      'ingest accepted/s, no errors',
-      ingest.on.acceptedPerSec,
-      ingest.off.acceptedPerSec,
-      `>= ${TARGETS.tracingIngestRatio}x`,
-      typeof q === 'number' && q >= TARGETS.tracingIngestRatio && ingest.on.errors === 0,
-    );
-    row(sec, 'ingest ack p99 ms', ingest.on.ack.p99, ingest.off.ack.p99);
-    row(
-      sec,
-      'ingest CPU ms per accepted request',
-      ingest.on.cpu.subjectMsPerRequest,
-      ingest.off.cpu.subjectMsPerRequest,
-    );
+    offOnIngestRows(row, sec, ingest, TARGETS.tracingIngestRatio);
     const on = 'skipped' in drain.on ? drain.on.skipped : drain.on.eventsPerSec;
     const off = 'skipped' in drain.off ? drain.off.skipped : drain.off.eventsPerSec;
     row(sec, 'drain events/s', on, off);
@@ -451,6 +437,22 @@ export function buildRows(res: BenchResult): TableRow[] {
   return rows;
 }
 
+/** The service against itself, a feature on (service column) against off (baseline column): its ingest rows. */
+function offOnIngestRows(row: AddRow, sec: string, ingest: OffOnIngest, target: number): void {
+  const { on, off } = ingest;
+  const q = ratio(on.acceptedPerSec, off.acceptedPerSec);
+  row(
+    sec,
+    'ingest accepted/s, no errors',
+    on.acceptedPerSec,
+    off.acceptedPerSec,
+    `>= ${target}x`,
+    typeof q === 'number' && q >= target && on.errors === 0,
+  );
+  row(sec, 'ingest ack p99 ms', on.ack.p99, off.ack.p99);
+  row(sec, 'ingest CPU ms per accepted request', on.cpu.subjectMsPerRequest, off.cpu.subjectMsPerRequest);
+}
+
 /** The service against itself: the archive on in the service column, off in the baseline one. */
 function archiveRows(a: ArchivePhase, row: AddRow): void {
   const sec = `evidence archive on vs off, same run; ${a.backlog.toLocaleString('en-US')} backlog`;
@@ -458,26 +460,17 @@ function archiveRows(a: ArchivePhase, row: AddRow): void {
     row(sec, 'skipped', a.skipped, '—', '', null, false);
     return;
   }
-  const { on, off } = a.ingest;
-  const q = ratio(on.acceptedPerSec, off.acceptedPerSec);
-  row(
-    sec,
-    'ingest accepted/s, no errors',
-    on.acceptedPerSec,
-    off.acceptedPerSec,
-    `>= ${TARGETS.archiveIngestRatio}x`,
-    typeof q === 'number' && q >= TARGETS.archiveIngestRatio && on.errors === 0,
-  );
+  offOnIngestRows(row, sec, a.ingest, TARGETS.archiveIngestRatio);
+  const { rounds } = a.ingest;
   row(
     sec,
     'ingest accepted/s, every round (best counts)',
-    a.ingest.rounds.on.join(' / '),
-    a.ingest.rounds.off.join(' / '),
+    rounds.on.join(' / '),
+    rounds.off.join(' / '),
     '',
     null,
     false,
   );
-  row(sec, 'ingest CPU ms per accepted request', on.cpu.subjectMsPerRequest, off.cpu.subjectMsPerRequest);
   const d = 'skipped' in a.drain ? undefined : a.drain;
   row(
     sec,

@@ -161,7 +161,7 @@ export interface TableRow {
 
 /** The service with tracing off and on in the same run (best round of each). */
 export interface TracingPhase {
-  ingest: { off: IngestFigures; on: IngestFigures; rounds: { off: number[]; on: number[] } };
+  ingest: OffOnIngest;
   drain: { off: MaybeDrain; on: MaybeDrain };
   /** OTLP export requests the local collector received, and their size. */
   exports: number;

@@ -7,41 +7,16 @@ import { watchDrainer } from '../harness/drainer';
 import { runLoad } from '../harness/load';
 import { withFreshDatabase, withPostgresServer } from '../harness/pg-database';
 import { presign } from '../harness/presign';
-import type { ArchiveDrain, ArchivePhase, IngestFigures, MaybeArchiveDrain, OffOnIngest } from '../harness/results';
+import type { ArchiveDrain, ArchivePhase, MaybeArchiveDrain } from '../harness/results';
 import { startService } from '../subjects/subjects';
 import { keyPrefix, ownKeys } from '../../src/model/names';
-import { ingestRound } from './ingest';
+import { ingestOffOn } from './ingest';
 
 const ROWS = 'webhook_archive.notifications';
 
 /** The context whose services run with the archive on, in `url`'s database. */
 function withArchive(ctx: BenchContext, url: string): BenchContext {
   return { ...ctx, options: { ...ctx.options, serviceEnv: { ...ctx.options.serviceEnv, ARCHIVE_URL: url } } };
-}
-
-/**
- * Ingest (ROLE=receiver, as the ingest phase) with the archive off and on, alternating who goes first;
- * the best round of each counts. On, the ingest script also appends each acknowledged notification
- * to the archive stream (the receiver only appends; the archiver runs where the workers do).
- */
-async function ingestOffOn(ctx: BenchContext, url: string): Promise<OffOnIngest> {
-  const on = withArchive(ctx, url);
-  const runs: { off: IngestFigures[]; on: IngestFigures[] } = { off: [], on: [] };
-  const rounds = Math.max(1, ctx.options.ingest.rounds);
-  for (let round = 1; round <= rounds; round++) {
-    const order: ('off' | 'on')[] = round % 2 === 1 ? ['off', 'on'] : ['on', 'off'];
-    for (const mode of order) {
-      ctx.log(`archive ${mode}: ingest round ${round} of ${rounds}`);
-      runs[mode].push(await ingestRound(mode === 'on' ? on : ctx, 'service', round));
-    }
-  }
-  const best = (list: IngestFigures[]) =>
-    list.reduce((a, b) => (b.errors <= a.errors && b.acceptedPerSec > a.acceptedPerSec ? b : a));
-  return {
-    off: best(runs.off),
-    on: best(runs.on),
-    rounds: { off: runs.off.map((r) => r.acceptedPerSec), on: runs.on.map((r) => r.acceptedPerSec) },
-  };
 }
 
 /** Deletes every key under `prefix` but `keep`. */
@@ -147,7 +122,10 @@ export async function runArchivePhase(ctx: BenchContext): Promise<ArchivePhase> 
   return withPostgresServer(
     ctx.options.postgres.url,
     async (serverUrl) => {
-      const ingest = await withFreshDatabase(serverUrl, 'ingest', (url) => ingestOffOn(ctx, url));
+      // The receiver only appends to the archive stream (the archiver runs where the workers do).
+      const ingest = await withFreshDatabase(serverUrl, 'ingest', (url) =>
+        ingestOffOn({ off: ctx, on: withArchive(ctx, url) }, 'archive'),
+      );
       const drains: MaybeArchiveDrain[] = [];
       for (let round = 1; round <= Math.max(1, rounds); round++) drains.push(await backlogDrain(ctx, serverUrl, round));
       const rate = (d: MaybeArchiveDrain) => ('skipped' in d ? -1 : d.rowsPerSec);

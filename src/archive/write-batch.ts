@@ -15,31 +15,36 @@ export interface BatchWritten {
   expectations: number;
 }
 
-/** The columns of a notification row as written, each with its type for `unnest()`. */
-const NOTIFICATION_COLUMNS = [
-  ['month', 'date'],
-  ['seq', 'bigint'],
-  ['record_key', 'text'],
-  ['received_at', 'timestamptz'],
-  ['event_id', 'text'],
-  ['event_type', 'text'],
-  ['environment', 'text'],
-  ['scheme', 'text'],
-  ['path', 'text'],
-  ['headers', 'jsonb'],
-  ['body', 'bytea'],
-  ['signed_timestamp', 'bigint'],
-  ['signed_merchant_id', 'text'],
-  ['replay_key', 'text'],
-  ['key_fingerprint', 'text'],
-  ['outcome', 'text'],
-  ['reason', 'text'],
-  ['request_id', 'text'],
-  ['prev_hash', 'bytea'],
-  ['row_hash', 'bytea'],
-] as const;
+/** A new row linked into its month's chain. */
+interface Linked {
+  facts: NotificationFacts;
+  prevHash: Buffer;
+  rowHash: Buffer;
+}
 
-type NotificationColumn = (typeof NOTIFICATION_COLUMNS)[number][0];
+/** The columns of a notification row as written: name, type (for `unnest()`) and value. */
+const NOTIFICATION_COLUMNS: readonly (readonly [string, string, (r: Linked) => unknown])[] = [
+  ['month', 'date', (r) => r.facts.month],
+  ['seq', 'bigint', (r) => r.facts.seq],
+  ['record_key', 'text', (r) => r.facts.recordKey],
+  ['received_at', 'timestamptz', (r) => r.facts.receivedAt],
+  ['event_id', 'text', (r) => r.facts.eventId],
+  ['event_type', 'text', (r) => r.facts.eventType],
+  ['environment', 'text', (r) => r.facts.environment],
+  ['scheme', 'text', (r) => r.facts.scheme],
+  ['path', 'text', (r) => r.facts.path],
+  ['headers', 'jsonb', (r) => JSON.stringify(r.facts.headers)],
+  ['body', 'bytea', (r) => r.facts.body],
+  ['signed_timestamp', 'bigint', (r) => r.facts.signedTimestamp],
+  ['signed_merchant_id', 'text', (r) => r.facts.signedMerchantId],
+  ['replay_key', 'text', (r) => r.facts.replayKey],
+  ['key_fingerprint', 'text', (r) => r.facts.keyFingerprint],
+  ['outcome', 'text', (r) => r.facts.outcome],
+  ['reason', 'text', (r) => r.facts.reason],
+  ['request_id', 'text', (r) => r.facts.requestId],
+  ['prev_hash', 'bytea', (r) => r.prevHash],
+  ['row_hash', 'bytea', (r) => r.rowHash],
+];
 
 /**
  * One statement for any number of rows: an array per column, unnested into rows (a multi-row VALUES
@@ -135,41 +140,19 @@ async function insertNotifications(
   );
   if (findArchived) for (const key of await archivedAlready(client, [...unique.values()])) unique.delete(key);
   if (unique.size === 0) return 0;
-  const columns = Object.fromEntries(NOTIFICATION_COLUMNS.map(([name]) => [name, [] as unknown[]])) as Record<
-    NotificationColumn,
-    unknown[]
-  >;
+  const linked: Linked[] = [];
   for (const row of unique.values()) {
     const month = monthOf(row.receivedAt);
     const head = heads.get(month)!;
     const facts: NotificationFacts = { ...row, month, seq: head.seq + 1 };
     const hash = rowHash(head.hash, facts);
-    columns.month.push(month);
-    columns.seq.push(facts.seq);
-    columns.record_key.push(row.recordKey);
-    columns.received_at.push(row.receivedAt);
-    columns.event_id.push(row.eventId);
-    columns.event_type.push(row.eventType);
-    columns.environment.push(row.environment);
-    columns.scheme.push(row.scheme);
-    columns.path.push(row.path);
-    columns.headers.push(JSON.stringify(row.headers));
-    columns.body.push(row.body);
-    columns.signed_timestamp.push(row.signedTimestamp);
-    columns.signed_merchant_id.push(row.signedMerchantId);
-    columns.replay_key.push(row.replayKey);
-    columns.key_fingerprint.push(row.keyFingerprint);
-    columns.outcome.push(row.outcome);
-    columns.reason.push(row.reason);
-    columns.request_id.push(row.requestId);
-    columns.prev_hash.push(head.hash);
-    columns.row_hash.push(hash);
+    linked.push({ facts, prevHash: head.hash, rowHash: hash });
     heads.set(month, { seq: facts.seq, hash });
   }
   const inserted = await client.query({
     name: 'archive-insert-notifications',
     text: INSERT_NOTIFICATIONS,
-    values: NOTIFICATION_COLUMNS.map(([name]) => columns[name]),
+    values: NOTIFICATION_COLUMNS.map(([, , value]) => linked.map(value)),
   });
   if ((inserted.rowCount ?? 0) !== unique.size) throw new ArchivedBefore('a row of the batch is archived already');
   for (const [month, head] of heads) {
