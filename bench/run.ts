@@ -15,6 +15,7 @@ import { runSoakPhase } from './phases/soak';
 import { runAmqpPhase } from './phases/amqp';
 import { runPostgresPhase } from './phases/postgres';
 import { runTracingPhase } from './phases/tracing';
+import { runArchivePhase } from './phases/archive';
 import { runConsolePhase } from './phases/console';
 import { runTransformPhase } from './phases/transform';
 import { forwardingAvailable, killAllChildren, overrideServiceNodeFlags } from './harness/processes';
@@ -109,6 +110,7 @@ export async function runBench(
     if (options.phases.has('amqp')) result.amqp = await runAmqpPhase(ctx);
     if (options.phases.has('postgres')) result.postgres = await runPostgresPhase(ctx);
     if (options.phases.has('tracing')) result.tracing = await runTracingPhase(ctx);
+    if (options.phases.has('archive')) result.archive = await runArchivePhase(ctx);
     if (options.phases.has('console')) result.console = await runConsolePhase(ctx);
     if (options.phases.has('transform'))
       result.transform = await runTransformPhase(ctx, options.drain.backlog, options.drain.rounds);

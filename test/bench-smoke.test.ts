@@ -104,6 +104,16 @@ it('when the harness runs in smoke mode, then every phase reports figures for th
     expect(ratioOfRow(result, /^drain into PostgreSQL/, 'events/s inserted')).toEqual(expect.any(Number));
   }
 
+  // The evidence archive: ingest with it on and off, and the whole backlog archived, one row each.
+  const archive = result.archive;
+  if (!archive || 'skipped' in archive) throw new Error('the archive phase did not run');
+  expect(archive.ingest.on.errors).toBe(0);
+  expect(archive.ingest.off.errors).toBe(0);
+  if ('skipped' in archive.drain) throw new Error(`the archive drain did not finish: ${archive.drain.skipped}`);
+  expect(archive.drain.rows).toBe(options.archive.backlog);
+  expect(archive.drain.rowsPerSec).toBeGreaterThan(0);
+  expect(ratioOfRow(result, /^evidence archive/, 'ingest accepted/s, no errors')).toEqual(expect.any(Number));
+
   for (const soak of [result.soak?.service, result.soak?.baseline]) {
     expect(soak?.errors).toBe(0);
     expect(soak?.rssMaxMB).toBeGreaterThan(0);

@@ -11,6 +11,7 @@ export const PHASES = [
   'amqp',
   'postgres',
   'tracing',
+  'archive',
   'console',
   'transform',
 ] as const;
@@ -58,6 +59,12 @@ export interface BenchOptions {
    * worker against raw node-postgres inserts, the same backlog and concurrency, interleaved `rounds` times.
    */
   postgres: { url: string | undefined; backlog: number; rounds: number };
+  /**
+   * The evidence archive on the same PostgreSQL as `postgres` (a fresh database each time): ingest
+   * with the archive on against off (the ingest phase's rounds), and `backlog` acknowledged
+   * notifications drained by the archiver, `rounds` times; the best counts.
+   */
+  archive: { backlog: number; rounds: number };
   soak: { rate: number; seconds: number; baselineSeconds: number; sampleEveryMs: number };
   /** The console's search: events in the retention window, and timed requests of each kind. */
   console: { events: number; samples: number };
@@ -174,6 +181,10 @@ export function benchOptions(env: Env, command: string): BenchOptions {
       url: env.BENCH_PG_URL || undefined,
       backlog: num(env, 'PG_BACKLOG', smoke ? 300 : 20_000),
       rounds: num(env, 'PG_ROUNDS', smoke ? 1 : 2),
+    },
+    archive: {
+      backlog: num(env, 'ARCHIVE_BACKLOG', smoke ? 300 : 50_000),
+      rounds: num(env, 'ARCHIVE_ROUNDS', smoke ? 1 : 2),
     },
     soak: {
       rate: num(env, 'SOAK_RATE', smoke ? 200 : 250),

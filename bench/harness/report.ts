@@ -1,6 +1,15 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { BenchResult, CpuFigures, DrainFigures, DrainIntoPhase, MaybeDrain, TableRow } from './results';
+import type {
+  ArchivePhase,
+  BenchResult,
+  OffOnIngest,
+  CpuFigures,
+  DrainFigures,
+  DrainIntoPhase,
+  MaybeDrain,
+  TableRow,
+} from './results';
 
 /** The issue's targets, for a 2-core machine that also runs Redis and the load generator. */
 export const TARGETS = {
@@ -11,6 +20,10 @@ export const TARGETS = {
   drainRatio: 0.8,
   /** Ingest with tracing on (every span sampled and exported) against off, in the same run. */
   tracingIngestRatio: 0.8,
+  /** Ingest with the evidence archive on against off, in the same run. */
+  archiveIngestRatio: 0.95,
+  /** Notifications of a backlog written to the archive per second. */
+  archiveRowsPerSec: 5000,
   /** A target with a typical transform against the same target without one. */
   transformRatio: 0.6,
   rssUnderLoadMB: 200,
@@ -53,17 +66,19 @@ function skippedText(d: MaybeDrain): string {
   return 'skipped' in d ? d.skipped : '';
 }
 
+type AddRow = (
+  section: string,
+  metric: string,
+  service: number | string | undefined,
+  baseline: number | string | undefined,
+  target?: string,
+  met?: boolean | null,
+  withRatio?: boolean,
+) => void;
+
 export function buildRows(res: BenchResult): TableRow[] {
   const rows: TableRow[] = [];
-  const row = (
-    section: string,
-    metric: string,
-    service: number | string | undefined,
-    baseline: number | string | undefined,
-    target = '',
-    met: boolean | null = null,
-    withRatio = true,
-  ) =>
+  const row: AddRow = (section, metric, service, baseline, target = '', met = null, withRatio = true) =>
     rows.push({
       section,
       metric,
@@ -385,22 +400,7 @@ export function buildRows(res: BenchResult): TableRow[] {
     // The service against itself: tracing on (every span sampled, exported to a local collector) in the service column, off in the baseline one.
     const { ingest, drain } = res.tracing;
     const sec = 'tracing on (100 % sampled) vs off, same run';
-    const q = ratio(ingest.on.acceptedPerSec, ingest.off.acceptedPerSec);
-    row(
-      sec,
-      'ingest accepted/s, no errors',
-      ingest.on.acceptedPerSec,
-      ingest.off.acceptedPerSec,
-      `>= ${TARGETS.tracingIngestRatio}x`,
-      typeof q === 'number' && q >= TARGETS.tracingIngestRatio && ingest.on.errors === 0,
-    );
-    row(sec, 'ingest ack p99 ms', ingest.on.ack.p99, ingest.off.ack.p99);
-    row(
-      sec,
-      'ingest CPU ms per accepted request',
-      ingest.on.cpu.subjectMsPerRequest,
-      ingest.off.cpu.subjectMsPerRequest,
-    );
+    offOnIngestRows(row, sec, ingest, TARGETS.tracingIngestRatio);
     const on = 'skipped' in drain.on ? drain.on.skipped : drain.on.eventsPerSec;
     const off = 'skipped' in drain.off ? drain.off.skipped : drain.off.eventsPerSec;
     row(sec, 'drain events/s', on, off);
@@ -411,6 +411,7 @@ export function buildRows(res: BenchResult): TableRow[] {
       'skipped' in drain.off ? undefined : drain.off.cpuMsPerDelivery,
     );
   }
+  if (res.archive) archiveRows(res.archive, row);
   if (res.console) {
     const c = res.console;
     const sec = `console search, ${c.events.toLocaleString('en-US')} events retained (${c.samples} requests each)`;
@@ -434,6 +435,54 @@ export function buildRows(res: BenchResult): TableRow[] {
     }
   }
   return rows;
+}
+
+/** The service against itself, a feature on (service column) against off (baseline column): its ingest rows. */
+function offOnIngestRows(row: AddRow, sec: string, ingest: OffOnIngest, target: number): void {
+  const { on, off } = ingest;
+  const q = ratio(on.acceptedPerSec, off.acceptedPerSec);
+  row(
+    sec,
+    'ingest accepted/s, no errors',
+    on.acceptedPerSec,
+    off.acceptedPerSec,
+    `>= ${target}x`,
+    typeof q === 'number' && q >= target && on.errors === 0,
+  );
+  row(sec, 'ingest ack p99 ms', on.ack.p99, off.ack.p99);
+  row(sec, 'ingest CPU ms per accepted request', on.cpu.subjectMsPerRequest, off.cpu.subjectMsPerRequest);
+}
+
+/** The service against itself: the archive on in the service column, off in the baseline one. */
+function archiveRows(a: ArchivePhase, row: AddRow): void {
+  const sec = `evidence archive on vs off, same run; ${a.backlog.toLocaleString('en-US')} backlog`;
+  if ('skipped' in a) {
+    row(sec, 'skipped', a.skipped, '—', '', null, false);
+    return;
+  }
+  offOnIngestRows(row, sec, a.ingest, TARGETS.archiveIngestRatio);
+  const { rounds } = a.ingest;
+  row(
+    sec,
+    'ingest accepted/s, every round (best counts)',
+    rounds.on.join(' / '),
+    rounds.off.join(' / '),
+    '',
+    null,
+    false,
+  );
+  const d = 'skipped' in a.drain ? undefined : a.drain;
+  row(
+    sec,
+    'backlog archived rows/s (ROLE=worker)',
+    d?.rowsPerSec ?? ('skipped' in a.drain ? a.drain.skipped : ''),
+    '—',
+    `>= ${TARGETS.archiveRowsPerSec.toLocaleString('en-US')}/s`,
+    d ? d.rowsPerSec >= TARGETS.archiveRowsPerSec && d.rows === a.backlog : null,
+    false,
+  );
+  row(sec, 'backlog archived rows/s, every round (best counts)', a.drainRounds.join(' / '), '—', '', null, false);
+  row(sec, 'archiver CPU ms per row', d?.cpuMsPerRow ?? '', '—', '', null, false);
 }
 
 const cell = (v: number | string) =>

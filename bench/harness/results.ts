@@ -161,12 +161,44 @@ export interface TableRow {
 
 /** The service with tracing off and on in the same run (best round of each). */
 export interface TracingPhase {
-  ingest: { off: IngestFigures; on: IngestFigures; rounds: { off: number[]; on: number[] } };
+  ingest: OffOnIngest;
   drain: { off: MaybeDrain; on: MaybeDrain };
   /** OTLP export requests the local collector received, and their size. */
   exports: number;
   exportedMB: number;
 }
+
+/** One drain of the archive stream's backlog into PostgreSQL by the service's archiver. */
+export interface ArchiveDrain {
+  rows: number;
+  /** From the first batch's transaction start to the poll that first counted every row (PostgreSQL's clock). */
+  seconds: number;
+  rowsPerSec: number;
+  /** CPU of the whole ROLE=worker process per row written. */
+  cpuMsPerRow: number;
+  rssMaxMB: number;
+}
+
+export type MaybeArchiveDrain = ArchiveDrain | { skipped: string };
+
+/** Ingest with the archive off and on: the best round of each, and every round's rate. */
+export interface OffOnIngest {
+  off: IngestFigures;
+  on: IngestFigures;
+  rounds: { off: number[]; on: number[] };
+}
+
+/** The evidence archive: ingest with it on against off (best round of each), and a backlog drained. */
+export type ArchivePhase =
+  | {
+      backlog: number;
+      ingest: OffOnIngest;
+      /** The best drain (the highest rate). */
+      drain: MaybeArchiveDrain;
+      /** Rows/s of every drain, in the order run (-1: skipped). */
+      drainRounds: number[];
+    }
+  | { backlog: number; skipped: string };
 
 /** The service's drain to one target with a typical transform beside the same target without one. */
 export interface TransformPhase {
@@ -197,6 +229,7 @@ export interface BenchResult {
   amqp?: AmqpPhase;
   postgres?: PostgresPhase;
   tracing?: TracingPhase;
+  archive?: ArchivePhase;
   console?: ConsolePhase;
   transform?: TransformPhase;
   profile?: { file: string; totalMs: number; top: ProfileEntry[]; byPackage: { name: string; selfPct: number }[] };

@@ -6,7 +6,7 @@ import { runLoad } from '../harness/load';
 import { presign } from '../harness/presign';
 import { sleep } from '../harness/processes';
 import { jobTotals } from '../harness/queues';
-import type { IngestFigures, IngestPhase } from '../harness/results';
+import type { IngestFigures, IngestPhase, OffOnIngest } from '../harness/results';
 import { RssSampler, rssOf, toMB } from '../harness/rss';
 import { startBaselineServer, startService, type Subject } from '../subjects/subjects';
 
@@ -118,5 +118,33 @@ export async function runIngestPhase(ctx: BenchContext): Promise<IngestPhase> {
     baseline: best(rounds.baseline),
     expressBaseline: best(rounds.express),
     rounds,
+  };
+}
+
+/**
+ * The service against itself: ingest rounds with a feature off and on (`off`'s and `on`'s contexts),
+ * alternating which goes first; the fastest round of each counts, among those with the fewest errors.
+ */
+export async function ingestOffOn(
+  contexts: { off: BenchContext; on: BenchContext },
+  label: string,
+): Promise<OffOnIngest> {
+  const ctx = contexts.off;
+  const runs: { off: IngestFigures[]; on: IngestFigures[] } = { off: [], on: [] };
+  const rounds = Math.max(1, ctx.options.ingest.rounds);
+  for (let round = 1; round <= rounds; round++) {
+    // Alternate who goes first, so a slow spell on the machine does not always hit the same one.
+    const order: ('off' | 'on')[] = round % 2 === 1 ? ['off', 'on'] : ['on', 'off'];
+    for (const mode of order) {
+      ctx.log(`${label} ${mode}: ingest round ${round} of ${rounds}`);
+      runs[mode].push(await ingestRound(contexts[mode], 'service', round));
+    }
+  }
+  const fastest = (list: IngestFigures[]) =>
+    list.reduce((a, b) => (b.errors <= a.errors && b.acceptedPerSec > a.acceptedPerSec ? b : a));
+  return {
+    off: fastest(runs.off),
+    on: fastest(runs.on),
+    rounds: { off: runs.off.map((r) => r.acceptedPerSec), on: runs.on.map((r) => r.acceptedPerSec) },
   };
 }

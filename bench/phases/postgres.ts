@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import { FORWARDING_MISSING, type BenchContext } from '../harness/context';
 import {
@@ -10,26 +9,9 @@ import {
   type MaybeDrainInto,
 } from '../harness/drainer';
 import type { PostgresPhase } from '../harness/results';
-import { PostgresServer } from '../../src/demo/postgres-server';
+import { withClient, withFreshDatabase, withPostgresServer } from '../harness/pg-database';
 import { inboxDefinition } from '../../src/forwarding/destinations/postgres-row';
 import { MAX_POOL_SIZE } from '../../src/postgres/pool';
-
-/** A connection string to database `name` on the server at `url`. */
-function onDatabase(url: string, name: string): string {
-  const u = new URL(url);
-  u.pathname = `/${name}`;
-  return u.toString();
-}
-
-async function withClient<T>(url: string, use: (db: Client) => Promise<T>): Promise<T> {
-  const db = new Client({ connectionString: url });
-  await db.connect();
-  try {
-    return await use(db);
-  } finally {
-    await db.end();
-  }
-}
 
 /**
  * Queues the backlog while nothing consumes it, starts the drainer (the service with ROLE=worker and
@@ -38,10 +20,7 @@ async function withClient<T>(url: string, use: (db: Client) => Promise<T>): Prom
  */
 async function postgresRun(ctx: BenchContext, serverUrl: string, kind: DrainerKind): Promise<MaybeDrainInto> {
   const { backlog } = ctx.options.postgres;
-  const database = `bench_${kind}_${randomBytes(4).toString('hex')}`;
-  await withClient(serverUrl, (db) => db.query(`CREATE DATABASE ${database}`));
-  const url = onDatabase(serverUrl, database);
-  try {
+  return withFreshDatabase(serverUrl, kind, async (url) => {
     await withClient(url, (db) => db.query(inboxDefinition('inbox')));
     await ctx.redis.flush();
     // The raw inserts get the service's pool for the same concurrency: as many connections inserting.
@@ -74,9 +53,7 @@ async function postgresRun(ctx: BenchContext, serverUrl: string, kind: DrainerKi
     } finally {
       await rows.end();
     }
-  } finally {
-    await withClient(serverUrl, (db) => db.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`));
-  }
+  });
 }
 
 /**
@@ -89,17 +66,12 @@ export async function runPostgresPhase(ctx: BenchContext): Promise<PostgresPhase
   const { backlog, url, rounds } = ctx.options.postgres;
   const skipped = (why: string): PostgresPhase => ({ backlog, service: { skipped: why }, baseline: { skipped: why } });
   if (!ctx.forwarding) return skipped(FORWARDING_MISSING);
-  let server: PostgresServer | undefined;
-  try {
-    if (url === undefined) server = await PostgresServer.start();
-  } catch (err) {
-    return skipped(`no PostgreSQL: BENCH_PG_URL unset and ${(err as Error).message}`);
-  }
-  const serverUrl = url ?? server!.url();
-  try {
-    return { backlog, ...(await interleavedRounds(rounds, (kind) => postgresRun(ctx, serverUrl, kind))) };
-  } finally {
-    await server?.stop('fast');
-    await server?.remove();
-  }
+  return withPostgresServer(
+    url,
+    async (serverUrl) => ({
+      backlog,
+      ...(await interleavedRounds(rounds, (kind) => postgresRun(ctx, serverUrl, kind))),
+    }),
+    skipped,
+  );
 }

@@ -1,8 +1,8 @@
 import { FORWARDING_MISSING, type BenchContext } from '../harness/context';
 import { OtlpSink } from '../harness/otlp-sink';
-import type { DrainFigures, IngestFigures, MaybeDrain, TracingPhase } from '../harness/results';
+import type { DrainFigures, MaybeDrain, TracingPhase } from '../harness/results';
 import { drainRun } from './drain';
-import { ingestRound } from './ingest';
+import { ingestOffOn } from './ingest';
 
 /**
  * The service with tracing off and on, in the same run: ingest (ROLE=receiver, closed loop) and
@@ -27,17 +27,8 @@ export async function runTracingPhase(ctx: BenchContext): Promise<TracingPhase> 
       },
     };
     const off: BenchContext = { ...ctx, options: { ...ctx.options, serviceEnv: withoutOtel(ctx.options.serviceEnv) } };
-    const ingest: { off: IngestFigures[]; on: IngestFigures[] } = { off: [], on: [] };
+    const ingest = await ingestOffOn({ off, on }, 'tracing');
     const drain: { off: MaybeDrain[]; on: MaybeDrain[] } = { off: [], on: [] };
-    const rounds = Math.max(1, ctx.options.ingest.rounds);
-    for (let round = 1; round <= rounds; round++) {
-      // Alternate who goes first, so a slow spell on the machine does not always hit the same one.
-      const order: ('off' | 'on')[] = round % 2 === 1 ? ['off', 'on'] : ['on', 'off'];
-      for (const mode of order) {
-        ctx.log(`tracing ${mode}: ingest round ${round} of ${rounds}`);
-        ingest[mode].push(await ingestRound(mode === 'on' ? on : off, 'service', round));
-      }
-    }
     const drainRounds = Math.max(1, ctx.options.drain.rounds);
     for (let round = 1; round <= drainRounds; round++) {
       const order: ('off' | 'on')[] = round % 2 === 1 ? ['off', 'on'] : ['on', 'off'];
@@ -50,8 +41,6 @@ export async function runTracingPhase(ctx: BenchContext): Promise<TracingPhase> 
         );
       }
     }
-    const bestIngest = (runs: IngestFigures[]) =>
-      runs.reduce((a, b) => (b.errors <= a.errors && b.acceptedPerSec > a.acceptedPerSec ? b : a));
     const bestDrain = (runs: MaybeDrain[]): MaybeDrain => {
       const done = runs.filter((r): r is DrainFigures => !('skipped' in r));
       return done.length === 0
@@ -59,11 +48,7 @@ export async function runTracingPhase(ctx: BenchContext): Promise<TracingPhase> 
         : done.reduce((a, b) => (b.eventsPerSec > a.eventsPerSec ? b : a));
     };
     const result: TracingPhase = {
-      ingest: {
-        off: bestIngest(ingest.off),
-        on: bestIngest(ingest.on),
-        rounds: { off: ingest.off.map((r) => r.acceptedPerSec), on: ingest.on.map((r) => r.acceptedPerSec) },
-      },
+      ingest,
       drain: { off: bestDrain(drain.off), on: bestDrain(drain.on) },
       exports: sink.exports,
       exportedMB: Math.round((sink.bytes / 1024 / 1024) * 10) / 10,

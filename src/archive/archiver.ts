@@ -8,10 +8,10 @@ import { migrate } from './migrations';
 import { dropMonthsBefore } from './partitions';
 import { sortEntries, type StreamEntry } from './entries';
 import { writeBatch } from './write-batch';
+import { createStreamReader } from './stream-reader';
 import { pgErrorClass } from '../postgres/failure';
 
 const GROUP = 'archiver';
-const BLOCK_MS = 1000;
 const RETRY_MIN_MS = 250;
 const RETRY_MAX_MS = 5000;
 const RETENTION_EVERY_MS = 3_600_000;
@@ -75,6 +75,13 @@ export function startArchiver(
   const key = ownKeys.archive(settings.prefix);
   const consumer = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   const known = new Set<string>();
+  const reader = createStreamReader(redis, {
+    key,
+    group: GROUP,
+    consumer,
+    batchSize: settings.batchSize,
+    claimIdleMs: settings.claimIdleMs,
+  });
   const status: ArchiveState = { state: 'starting', written: 0 };
   let running = true;
   let wake: (() => void) | undefined;
@@ -126,25 +133,6 @@ export function startArchiver(
     }
   }
 
-  async function nextBatch(): Promise<StreamEntry[]> {
-    const count = settings.batchSize;
-    const own = await readGroup(['COUNT', count, 'STREAMS', key, '0']);
-    if (own.length > 0) return own;
-    const claimed = (await redis.xautoclaim(key, GROUP, consumer, settings.claimIdleMs, '0-0', 'COUNT', count)) as [
-      string,
-      [string, string[]][],
-    ];
-    const taken = entriesOf(claimed[1]);
-    if (taken.length > 0) return taken;
-    return readGroup(['COUNT', count, 'BLOCK', BLOCK_MS, 'STREAMS', key, '>']);
-  }
-
-  async function readGroup(args: (string | number)[]): Promise<StreamEntry[]> {
-    const reply = (await redis.call('XREADGROUP', 'GROUP', GROUP, consumer, ...args)) as
-      [string, [string, string[] | null][]][] | null;
-    return entriesOf(reply?.[0]?.[1] ?? []);
-  }
-
   async function retention(): Promise<void> {
     if (Date.now() - lastRetention < RETENTION_EVERY_MS) return;
     lastRetention = Date.now();
@@ -159,7 +147,7 @@ export function startArchiver(
       let batch: StreamEntry[] = [];
       try {
         await retention();
-        batch = await nextBatch();
+        batch = await reader.next();
         if (batch.length === 0) continue;
         const sorted = sortEntries(batch);
         if (sorted.unreadable.length > 0)
@@ -176,6 +164,7 @@ export function startArchiver(
         delay = RETRY_MIN_MS;
       } catch (err) {
         if (!running) break;
+        reader.rewind();
         // The stream and its group were removed (FLUSHALL, a Redis that lost its data): made again.
         if (/NOGROUP/.test((err as Error).message)) {
           await createGroup().catch(() => undefined);
@@ -199,19 +188,4 @@ export function startArchiver(
       markMigrated();
     },
   };
-}
-
-/**
- * XREADGROUP's and XAUTOCLAIM's entries as id and fields; a pending entry already deleted comes back
- * without fields and is skipped.
- */
-function entriesOf(raw: [string, string[] | null][]): StreamEntry[] {
-  const entries: StreamEntry[] = [];
-  for (const [id, list] of raw) {
-    if (!list) continue;
-    const fields: Record<string, string> = {};
-    for (let i = 0; i + 1 < list.length; i += 2) fields[list[i] as string] = list[i + 1] as string;
-    entries.push({ id, fields });
-  }
-  return entries;
 }

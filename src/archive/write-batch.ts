@@ -15,35 +15,62 @@ export interface BatchWritten {
   expectations: number;
 }
 
-const NOTIFICATION_COLUMNS = [
-  'month',
-  'seq',
-  'record_key',
-  'received_at',
-  'event_id',
-  'event_type',
-  'environment',
-  'scheme',
-  'path',
-  'headers',
-  'body',
-  'signed_timestamp',
-  'signed_merchant_id',
-  'replay_key',
-  'key_fingerprint',
-  'outcome',
-  'reason',
-  'request_id',
-  'last_seen',
-  'prev_hash',
-  'row_hash',
-] as const;
+/** A new row linked into its month's chain. */
+interface Linked {
+  facts: NotificationFacts;
+  prevHash: Buffer;
+  rowHash: Buffer;
+}
+
+/** The columns of a notification row as written: name, type (for `unnest()`) and value. */
+const NOTIFICATION_COLUMNS: readonly (readonly [string, string, (r: Linked) => unknown])[] = [
+  ['month', 'date', (r) => r.facts.month],
+  ['seq', 'bigint', (r) => r.facts.seq],
+  ['record_key', 'text', (r) => r.facts.recordKey],
+  ['received_at', 'timestamptz', (r) => r.facts.receivedAt],
+  ['event_id', 'text', (r) => r.facts.eventId],
+  ['event_type', 'text', (r) => r.facts.eventType],
+  ['environment', 'text', (r) => r.facts.environment],
+  ['scheme', 'text', (r) => r.facts.scheme],
+  ['path', 'text', (r) => r.facts.path],
+  ['headers', 'jsonb', (r) => JSON.stringify(r.facts.headers)],
+  ['body', 'bytea', (r) => r.facts.body],
+  ['signed_timestamp', 'bigint', (r) => r.facts.signedTimestamp],
+  ['signed_merchant_id', 'text', (r) => r.facts.signedMerchantId],
+  ['replay_key', 'text', (r) => r.facts.replayKey],
+  ['key_fingerprint', 'text', (r) => r.facts.keyFingerprint],
+  ['outcome', 'text', (r) => r.facts.outcome],
+  ['reason', 'text', (r) => r.facts.reason],
+  ['request_id', 'text', (r) => r.facts.requestId],
+  ['prev_hash', 'bytea', (r) => r.prevHash],
+  ['row_hash', 'bytea', (r) => r.rowHash],
+];
 
 /**
- * Writes a batch in one transaction: the keys, the new notification rows (multi-row, `ON CONFLICT DO
+ * One statement for any number of rows: an array per column, unnested into rows (a multi-row VALUES
+ * would need a parameter per cell, parsed and planned again for each batch size). `last_seen` starts
+ * at the receipt time.
+ */
+const INSERT_NOTIFICATIONS = `INSERT INTO ${SCHEMA}.notifications
+    (${NOTIFICATION_COLUMNS.map(([name]) => name).join(', ')}, last_seen)
+  SELECT *, received_at FROM unnest(${NOTIFICATION_COLUMNS.map(([, type], i) => `$${i + 1}::${type}[]`).join(', ')})
+    AS t(${NOTIFICATION_COLUMNS.map(([name]) => name).join(', ')})
+  ON CONFLICT DO NOTHING`;
+
+const INSERT_DELIVERIES = `INSERT INTO ${SCHEMA}.deliveries (event_id, target, state, attempts, ended_at)
+  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::integer[], $5::timestamptz[])
+  ON CONFLICT DO NOTHING`;
+
+/** Rolls a batch's transaction back when one of its rows was archived already (see {@link writeBatch}). */
+class ArchivedBefore extends Error {}
+
+/**
+ * Writes a batch in one transaction: the keys, the new notification rows (one statement, `ON CONFLICT DO
  * NOTHING`) each linked into its month's chain, the replays counted on their rows, the delivery outcomes
- * and the expectations as changed. Rows already archived (an entry written again after a crash) are found
- * first and left out, under the lock of their months' chain heads, so each row enters its chain once.
+ * and the expectations as changed. A row is linked into its chain once: the batch is first written as if
+ * none of its rows were archived (the usual case, and one query fewer); should any be (an entry written
+ * again after a crash, or by two archivers at once), the transaction is rolled back and written again,
+ * leaving out the rows found under the lock of their months' chain heads.
  */
 export async function writeBatch(pool: Pool, batch: SortedEntries, known: Set<string>): Promise<BatchWritten> {
   await ensurePartitions(
@@ -58,87 +85,76 @@ export async function writeBatch(pool: Pool, batch: SortedEntries, known: Set<st
     batch.deliveries.map((d) => monthOf(new Date(d.at))),
     known,
   );
-  return inTransaction(pool, async (client) => {
-    await upsertKeys(client, batch.notifications);
-    const notifications = await insertNotifications(client, batch.notifications);
-    let replays = 0;
-    for (const replay of batch.replays) replays += await countReplay(client, replay);
-    const deliveries = await insertDeliveries(client, batch.deliveries);
-    const expectations = await insertExpectations(client, batch.expectations);
-    return { notifications, replays, deliveries, expectations };
-  });
+  const write = (findArchived: boolean) =>
+    inTransaction(pool, async (client) => {
+      await upsertKeys(client, batch.notifications);
+      const notifications = await insertNotifications(client, batch.notifications, findArchived);
+      let replays = 0;
+      for (const replay of batch.replays) replays += await countReplay(client, replay);
+      const deliveries = await insertDeliveries(client, batch.deliveries);
+      const expectations = await insertExpectations(client, batch.expectations);
+      return { notifications, replays, deliveries, expectations };
+    });
+  try {
+    return await write(false);
+  } catch (err) {
+    if (!(err instanceof ArchivedBefore)) throw err;
+    return write(true);
+  }
 }
 
+/** Each key that verified a row of the batch, with the first and last time it did. */
 async function upsertKeys(client: PoolClient, rows: readonly NewNotification[]): Promise<void> {
-  const keys = new Map<string, NewNotification>();
-  for (const row of rows) if (!keys.has(row.keyFingerprint)) keys.set(row.keyFingerprint, row);
-  for (const row of keys.values()) {
-    const times = rows.filter((r) => r.keyFingerprint === row.keyFingerprint).map((r) => r.receivedAt.getTime());
+  const keys = new Map<string, { row: NewNotification; first: number; last: number }>();
+  for (const row of rows) {
+    const at = row.receivedAt.getTime();
+    const key = keys.get(row.keyFingerprint);
+    if (!key) keys.set(row.keyFingerprint, { row, first: at, last: at });
+    else [key.first, key.last] = [Math.min(key.first, at), Math.max(key.last, at)];
+  }
+  for (const { row, first, last } of keys.values()) {
     await client.query(
       `INSERT INTO ${SCHEMA}.keys (fingerprint, pem, environment, first_used, last_used) VALUES ($1, $2, $3, $4, $5)
        ON CONFLICT (fingerprint) DO UPDATE SET
          first_used = LEAST(keys.first_used, EXCLUDED.first_used),
          last_used = GREATEST(keys.last_used, EXCLUDED.last_used)`,
-      [row.keyFingerprint, row.keyPem, row.environment, new Date(Math.min(...times)), new Date(Math.max(...times))],
+      [row.keyFingerprint, row.keyPem, row.environment, new Date(first), new Date(last)],
     );
   }
 }
 
-async function insertNotifications(client: PoolClient, rows: readonly NewNotification[]): Promise<number> {
+/**
+ * The batch's new rows, linked into their months' chains under the heads' lock. With `findArchived`,
+ * rows already there are looked up first and left out; without, finding one throws {@link ArchivedBefore}.
+ */
+async function insertNotifications(
+  client: PoolClient,
+  rows: readonly NewNotification[],
+  findArchived: boolean,
+): Promise<number> {
   if (rows.length === 0) return 0;
   const unique = new Map(rows.map((r) => [r.recordKey, r]));
-  const times = rows.map((r) => r.receivedAt.getTime());
-  const existing = await client.query<{ record_key: string }>(
-    `SELECT record_key FROM ${SCHEMA}.notifications
-      WHERE record_key = ANY($1) AND received_at BETWEEN $2 AND $3`,
-    [[...unique.keys()], new Date(Math.min(...times)), new Date(Math.max(...times))],
-  );
-  for (const { record_key } of existing.rows) unique.delete(record_key);
-  if (unique.size === 0) return 0;
-  const fresh = [...unique.values()];
   const heads = await lockHeads(
     client,
-    fresh.map((r) => monthOf(r.receivedAt)),
+    [...unique.values()].map((r) => monthOf(r.receivedAt)),
   );
-  const values: unknown[] = [];
-  const tuples: string[] = [];
-  for (const row of fresh) {
+  if (findArchived) for (const key of await archivedAlready(client, [...unique.values()])) unique.delete(key);
+  if (unique.size === 0) return 0;
+  const linked: Linked[] = [];
+  for (const row of unique.values()) {
     const month = monthOf(row.receivedAt);
     const head = heads.get(month)!;
     const facts: NotificationFacts = { ...row, month, seq: head.seq + 1 };
     const hash = rowHash(head.hash, facts);
-    const params = [
-      month,
-      facts.seq,
-      row.recordKey,
-      row.receivedAt,
-      row.eventId,
-      row.eventType,
-      row.environment,
-      row.scheme,
-      row.path,
-      JSON.stringify(row.headers),
-      row.body,
-      row.signedTimestamp,
-      row.signedMerchantId,
-      row.replayKey,
-      row.keyFingerprint,
-      row.outcome,
-      row.reason,
-      row.requestId,
-      row.receivedAt,
-      head.hash,
-      hash,
-    ];
-    tuples.push(`(${params.map((_, i) => `$${values.length + i + 1}`).join(', ')})`);
-    values.push(...params);
+    linked.push({ facts, prevHash: head.hash, rowHash: hash });
     heads.set(month, { seq: facts.seq, hash });
   }
-  const inserted = await client.query(
-    `INSERT INTO ${SCHEMA}.notifications (${NOTIFICATION_COLUMNS.join(', ')}) VALUES ${tuples.join(', ')}
-     ON CONFLICT DO NOTHING`,
-    values,
-  );
+  const inserted = await client.query({
+    name: 'archive-insert-notifications',
+    text: INSERT_NOTIFICATIONS,
+    values: NOTIFICATION_COLUMNS.map(([, , value]) => linked.map(value)),
+  });
+  if ((inserted.rowCount ?? 0) !== unique.size) throw new ArchivedBefore('a row of the batch is archived already');
   for (const [month, head] of heads) {
     await client.query(`UPDATE ${SCHEMA}.chain_heads SET seq = $2, hash = $3 WHERE month = $1`, [
       month,
@@ -146,7 +162,18 @@ async function insertNotifications(client: PoolClient, rows: readonly NewNotific
       head.hash,
     ]);
   }
-  return inserted.rowCount ?? 0;
+  return unique.size;
+}
+
+/** The record keys of these rows that are archived already. */
+async function archivedAlready(client: PoolClient, rows: readonly NewNotification[]): Promise<string[]> {
+  const times = rows.map((r) => r.receivedAt.getTime());
+  const { rows: found } = await client.query<{ record_key: string }>(
+    `SELECT record_key FROM ${SCHEMA}.notifications
+      WHERE record_key = ANY($1) AND received_at BETWEEN $2 AND $3`,
+    [rows.map((r) => r.recordKey), new Date(Math.min(...times)), new Date(Math.max(...times))],
+  );
+  return found.map((r) => r.record_key);
 }
 
 /** The chain heads of these months, created at their genesis when new, locked until the transaction ends. */
@@ -186,16 +213,16 @@ async function countReplay(client: PoolClient, replay: Replay): Promise<number> 
 
 async function insertDeliveries(client: PoolClient, outcomes: readonly DeliveryOutcomeRecord[]): Promise<number> {
   if (outcomes.length === 0) return 0;
-  const values: unknown[] = [];
-  const tuples = outcomes.map((o, i) => {
-    values.push(o.eventId, o.target, o.state, o.attempts, new Date(o.at));
-    const n = i * 5;
-    return `($${n + 1}, $${n + 2}, $${n + 3}, $${n + 4}, $${n + 5})`;
+  const inserted = await client.query({
+    name: 'archive-insert-deliveries',
+    text: INSERT_DELIVERIES,
+    values: [
+      outcomes.map((o) => o.eventId),
+      outcomes.map((o) => o.target),
+      outcomes.map((o) => o.state),
+      outcomes.map((o) => o.attempts),
+      outcomes.map((o) => new Date(o.at)),
+    ],
   });
-  const inserted = await client.query(
-    `INSERT INTO ${SCHEMA}.deliveries (event_id, target, state, attempts, ended_at) VALUES ${tuples.join(', ')}
-     ON CONFLICT DO NOTHING`,
-    values,
-  );
   return inserted.rowCount ?? 0;
 }
