@@ -145,7 +145,8 @@ it('verify passes an untouched archive, then names a row whose body changed by o
   expect((await cli('archive', 'verify')).out).toContain(`${id(last)}  deleted`);
 });
 
-it('an entry written again after a crash (committed, not yet acknowledged) adds no row and keeps the chain whole', async () => {
+/** With the archiver stopped, two notifications acknowledged: their archive stream entries. */
+async function twoWaitingEntries(): Promise<StreamEntry[]> {
   await a.stopArchiver();
   const stream = `${keyPrefix(a.h.config.queuePrefix)}:archive`;
   await platform.send(a.h.app, platform.signed('payment.result')).expect(200);
@@ -156,16 +157,55 @@ it('an entry written again after a crash (committed, not yet acknowledged) adds 
     fields: Object.fromEntries(list.flatMap((v, i) => (i % 2 === 0 ? [[v, list[i + 1]!]] : []))),
   }));
   expect(entries).toHaveLength(2);
-  const before = await notificationCount(a.url);
-  // Written as the crashed archiver did, then again by the next one reading the same entries.
-  expect((await writeBatch(a.pool, sortEntries(entries), new Set())).notifications).toBe(2);
-  await a.startArchiver();
-  await a.settled();
-  expect(await notificationCount(a.url)).toBe(before + 2);
+  return entries;
+}
+
+/** The chain's head names the newest row, and the one before it the row before. */
+async function expectHeadOnNewestRows(): Promise<void> {
   const heads = await queryArchive<{ seq: string }>(a.url, 'SELECT seq FROM webhook_archive.chain_heads');
   const seqs = await queryArchive<{ seq: string }>(
     a.url,
     'SELECT seq FROM webhook_archive.notifications ORDER BY seq DESC LIMIT 2',
   );
   expect(seqs.map((s) => Number(s.seq))).toEqual([Number(heads[0]!.seq), Number(heads[0]!.seq) - 1]);
+}
+
+it('an entry written again after a crash (committed, not yet acknowledged) adds no row and keeps the chain whole', async () => {
+  const entries = await twoWaitingEntries();
+  const before = await notificationCount(a.url);
+  // Written as the crashed archiver did, then again by the next one reading the same entries.
+  expect((await writeBatch(a.pool, sortEntries(entries), new Set())).notifications).toBe(2);
+  await a.startArchiver();
+  await a.settled();
+  expect(await notificationCount(a.url)).toBe(before + 2);
+  await expectHeadOnNewestRows();
+});
+
+it('two archivers writing the same entries at once link each row into the chain once', async () => {
+  // A notification archived first, so that this month's chain has a head to hold.
+  await platform.send(a.h.app, platform.signed('payment.result')).expect(200);
+  await a.settled();
+  const entries = await twoWaitingEntries();
+  const before = await notificationCount(a.url);
+  // One archiver's claim of another's stale entries can overlap that one's own write of them: both
+  // writes are let in while the month's chain head is held, so each has done whatever it does before
+  // taking that lock.
+  const holder = await a.pool.connect();
+  await holder.query('BEGIN');
+  expect((await holder.query('SELECT seq FROM webhook_archive.chain_heads FOR UPDATE')).rowCount).toBe(1);
+  const writes = Promise.all([
+    writeBatch(a.pool, sortEntries(entries), new Set()),
+    writeBatch(a.pool, sortEntries(entries), new Set()),
+  ]);
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  await holder.query('COMMIT');
+  holder.release();
+  const written = await writes;
+  expect(written.map((w) => w.notifications).sort()).toEqual([0, 2]);
+  expect(await notificationCount(a.url)).toBe(before + 2);
+  await expectHeadOnNewestRows();
+  await a.startArchiver();
+  await a.settled();
+  expect(await notificationCount(a.url)).toBe(before + 2);
+  await expectHeadOnNewestRows();
 });
