@@ -7,7 +7,7 @@ import { setFlagsFromString } from 'node:v8';
  *
  * undici parses every HTTP answer with llhttp, compiled to WebAssembly as one large state machine.
  * Once deliveries make it hot, V8 optimises that function, and unrolling its main loop alone takes
- * about 12 MB of compiler memory for a moment, which the allocator then keeps: a worker's peak RSS
+ * 5 to 12 MB more compiler memory for a moment, which the allocator then keeps: a worker's peak RSS
  * rises by as much. That parser is under 1 % of a delivering worker's CPU, so what unrolling could
  * win there does not show.
  */
