@@ -1,13 +1,13 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { stringify } from 'yaml';
-import { eventIdFor } from '../src/model/ids';
-import { testRedisUrl, uniquePrefix } from './support/harness';
-import { FakePlatform } from './support/platform';
-import { postRaw } from './support/post-raw';
-import { ServiceProcess } from './support/service-process';
-import { TargetServer } from './support/target-server';
-import { tempDir } from './support/temp-dir';
+import { eventIdFor } from '../../src/model/ids';
+import { testRedisUrl, uniquePrefix } from '../support/harness';
+import { FakePlatform } from '../support/platform';
+import { postRaw } from '../support/post-raw';
+import { ServiceProcess } from '../support/service-process';
+import { TargetServer } from '../support/target-server';
+import { tempDir } from '../support/temp-dir';
 
 jest.setTimeout(60000);
 
