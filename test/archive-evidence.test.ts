@@ -6,7 +6,7 @@ import { sampleBody } from '../src/signing/samples';
 import { signLegacy } from '../src/signing/sign';
 import { runCli } from '../src/cli/run';
 import { cliFailure } from '../src/cli/errors';
-import { sortEntries, type StreamEntry } from '../src/archive/entries';
+import type { StreamEntry } from '../src/archive/entries';
 import { writeBatch } from '../src/archive/write-batch';
 import { keyPrefix } from '../src/model/names';
 import { FakePlatform } from './support/platform';
@@ -174,7 +174,7 @@ it('an entry written again after a crash (committed, not yet acknowledged) adds 
   const entries = await twoWaitingEntries();
   const before = await notificationCount(a.url);
   // Written as the crashed archiver did, then again by the next one reading the same entries.
-  expect((await writeBatch(a.pool, sortEntries(entries), new Set())).notifications).toBe(2);
+  expect((await writeBatch(a.pool, await a.read(entries), new Set())).notifications).toBe(2);
   await a.startArchiver();
   await a.settled();
   expect(await notificationCount(a.url)).toBe(before + 2);
@@ -194,8 +194,8 @@ it('two archivers writing the same entries at once link each row into the chain 
   await holder.query('BEGIN');
   expect((await holder.query('SELECT seq FROM webhook_archive.chain_heads FOR UPDATE')).rowCount).toBe(1);
   const writes = Promise.all([
-    writeBatch(a.pool, sortEntries(entries), new Set()),
-    writeBatch(a.pool, sortEntries(entries), new Set()),
+    writeBatch(a.pool, await a.read(entries), new Set()),
+    writeBatch(a.pool, await a.read(entries), new Set()),
   ]);
   await new Promise((resolve) => setTimeout(resolve, 500));
   await holder.query('COMMIT');

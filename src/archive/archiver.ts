@@ -7,7 +7,8 @@ import { ownKeys } from '../model/names';
 import { migrate } from './migrations';
 import { dropMonthsBefore } from './partitions';
 import { sortEntries, type StreamEntry } from './entries';
-import { writeBatch } from './write-batch';
+import { UnknownKeyError, writeBatch } from './write-batch';
+import { createKeyResolver } from './key-registry';
 import { createStreamReader } from './stream-reader';
 import { pgErrorClass } from '../postgres/failure';
 
@@ -75,6 +76,7 @@ export function startArchiver(
   const key = ownKeys.archive(settings.prefix);
   const consumer = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   const known = new Set<string>();
+  const resolveKeys = createKeyResolver(redis, settings.prefix);
   const reader = createStreamReader(redis, {
     key,
     group: GROUP,
@@ -100,7 +102,7 @@ export function startArchiver(
 
   function failed(stage: string, err: unknown): void {
     status.state = 'down';
-    status.errorClass = pgErrorClass(err);
+    status.errorClass = err instanceof UnknownKeyError ? 'key_unknown' : pgErrorClass(err);
     logger.repeated('error', `archive:${stage}`, `archive: ${stage} failed; entries wait in Redis`, {
       error: (err as Error).message,
       errorClass: status.errorClass,
@@ -152,6 +154,7 @@ export function startArchiver(
         const sorted = sortEntries(batch);
         if (sorted.unreadable.length > 0)
           logger.error('archive: stream entries not understood, dropped', { entries: sorted.unreadable });
+        await resolveKeys(sorted.notifications);
         const written = await writeBatch(pool, sorted, known);
         await redis
           .multi()

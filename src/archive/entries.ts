@@ -8,15 +8,19 @@ import {
   type ExpectationRecord,
 } from '../model/archive';
 import type { NotificationFacts } from './chain';
+import type { DeliveryFields } from '../model/jobs';
 
-/** One entry of the archive stream: its id and fields (`d` decision, `j` job id, `r` record). */
+/** One entry of the archive stream: its id and fields (`d` decision, `j` job id, `r` record, `b` job data). */
 export interface StreamEntry {
   id: string;
   fields: Record<string, string>;
 }
 
-/** A notification row before its place in a chain is known. */
-export type NewNotification = Omit<NotificationFacts, 'month' | 'seq'> & { keyPem: string };
+/**
+ * A notification row before its place in a chain is known. The key's PEM is there when the entry carried
+ * it (older entries) or once the archive's key registry gave it (see key-registry.ts).
+ */
+export type NewNotification = Omit<NotificationFacts, 'month' | 'seq'> & { keyPem?: string };
 
 export interface Replay {
   entryId: string;
@@ -69,7 +73,7 @@ export function sortEntries(entries: readonly StreamEntry[]): SortedEntries {
         sorted.replays.push({ entryId: id, scheme: r.scheme, replayKey: r.replayKey, seenAt: new Date(r.receivedAt) });
       } else if (decision === 'added' || decision === 'duplicate' || decision === 'conflict') {
         const r = JSON.parse(json) as ArchiveRecord;
-        sorted.notifications.push(notificationOf(r, decision, fields.j ?? ''));
+        sorted.notifications.push(notificationOf(r, decision, fields.j ?? '', fields.b));
         if (decision === 'added')
           for (const target of r.filtered ?? [])
             sorted.deliveries.push({ eventId: r.eventId, target, state: 'filtered', attempts: 0, at: r.receivedAt });
@@ -94,7 +98,13 @@ function expectationRecordOf(value: unknown): ExpectationRecord {
   return record as ExpectationRecord;
 }
 
-function notificationOf(r: ArchiveRecord, decision: ArchiveDecision, jobId: string): NewNotification {
+function notificationOf(
+  r: ArchiveRecord,
+  decision: ArchiveDecision,
+  jobId: string,
+  jobData: string | undefined,
+): NewNotification {
+  const { body, headers } = asReceived(r, jobData);
   return {
     recordKey: recordKeyOf(r),
     receivedAt: new Date(r.receivedAt),
@@ -103,8 +113,8 @@ function notificationOf(r: ArchiveRecord, decision: ArchiveDecision, jobId: stri
     environment: r.environment,
     scheme: r.scheme,
     path: r.path,
-    headers: r.headers,
-    body: Buffer.from(r.body, 'base64'),
+    headers,
+    body,
     signedTimestamp: r.timestamp,
     signedMerchantId: r.signedMerchantId ?? null,
     replayKey: r.replayKey,
@@ -114,4 +124,29 @@ function notificationOf(r: ArchiveRecord, decision: ArchiveDecision, jobId: stri
     reason: r.kind === 'quarantine' ? (r.reason ?? 'invalid') : null,
     requestId: r.requestId ?? null,
   };
+}
+
+/** What the job data beside a record holds of the request as received. */
+type AsReceived = Pick<
+  DeliveryFields,
+  'rawBody' | 'rawBodyEncoding' | 'signatureHeaders' | 'contentType' | 'merchantId'
+>;
+
+/**
+ * The body bytes and the headers as received (every header the signature covers, plus `content-type`
+ * and `x-merch-id` when present): from the job data the ingest script put beside the record, or from
+ * the record itself in entries written before it did.
+ */
+function asReceived(r: ArchiveRecord, jobData: string | undefined): { body: Buffer; headers: Record<string, string> } {
+  if (r.body !== undefined && r.headers !== undefined)
+    return { body: Buffer.from(r.body, 'base64'), headers: r.headers };
+  if (jobData === undefined) throw new Error('no job data');
+  const job = JSON.parse(jobData) as Partial<AsReceived>;
+  if (typeof job.rawBody !== 'string' || typeof job.signatureHeaders !== 'object' || job.signatureHeaders === null)
+    throw new Error('the job data holds no body or headers');
+  const headers: Record<string, string> = { ...job.signatureHeaders };
+  if (job.contentType !== undefined) headers['content-type'] = job.contentType;
+  if (job.merchantId !== undefined) headers['x-merch-id'] = job.merchantId;
+  const body = Buffer.from(job.rawBody, job.rawBodyEncoding === 'base64' ? 'base64' : 'utf8');
+  return { body, headers };
 }

@@ -6,6 +6,7 @@ import { genesis, monthOf, rowHash, type NotificationFacts } from './chain';
 import type { NewNotification, Replay, SortedEntries } from './entries';
 import type { DeliveryOutcomeRecord } from '../model/archive';
 import { insertExpectations } from './expectation-rows';
+import { ServiceError } from '../model/errors';
 
 export interface BatchWritten {
   notifications: number;
@@ -103,23 +104,53 @@ export async function writeBatch(pool: Pool, batch: SortedEntries, known: Set<st
   }
 }
 
-/** Each key that verified a row of the batch, with the first and last time it did. */
+/**
+ * Each key that verified a row of the batch, with the first and last time it did. A key whose PEM the
+ * batch does not carry (the key registry lost it) must be in the keys table already, or the batch waits:
+ * no row is written without its key.
+ */
 async function upsertKeys(client: PoolClient, rows: readonly NewNotification[]): Promise<void> {
-  const keys = new Map<string, { row: NewNotification; first: number; last: number }>();
+  const keys = new Map<string, { row: NewNotification; pem?: string; first: number; last: number }>();
   for (const row of rows) {
     const at = row.receivedAt.getTime();
     const key = keys.get(row.keyFingerprint);
-    if (!key) keys.set(row.keyFingerprint, { row, first: at, last: at });
-    else [key.first, key.last] = [Math.min(key.first, at), Math.max(key.last, at)];
+    if (!key) keys.set(row.keyFingerprint, { row, pem: row.keyPem, first: at, last: at });
+    else {
+      [key.first, key.last] = [Math.min(key.first, at), Math.max(key.last, at)];
+      key.pem ??= row.keyPem;
+    }
   }
-  for (const { row, first, last } of keys.values()) {
+  for (const [fingerprint, { row, pem, first, last }] of keys) {
+    if (pem === undefined) {
+      const known = await client.query(
+        `UPDATE ${SCHEMA}.keys SET first_used = LEAST(first_used, $2), last_used = GREATEST(last_used, $3)
+          WHERE fingerprint = $1`,
+        [fingerprint, new Date(first), new Date(last)],
+      );
+      if (known.rowCount === 0) throw new UnknownKeyError(fingerprint);
+      continue;
+    }
     await client.query(
       `INSERT INTO ${SCHEMA}.keys (fingerprint, pem, environment, first_used, last_used) VALUES ($1, $2, $3, $4, $5)
        ON CONFLICT (fingerprint) DO UPDATE SET
          first_used = LEAST(keys.first_used, EXCLUDED.first_used),
          last_used = GREATEST(keys.last_used, EXCLUDED.last_used)`,
-      [row.keyFingerprint, row.keyPem, row.environment, new Date(first), new Date(last)],
+      [fingerprint, pem, row.environment, new Date(first), new Date(last)],
     );
+  }
+}
+
+/** A row's key is neither in the archive's key registry nor in the keys table: its batch waits for it. */
+export class UnknownKeyError extends ServiceError {
+  readonly code = 'archive_key_unknown';
+  readonly status = 503;
+  constructor(readonly fingerprint: string) {
+    super(
+      `the key ${fingerprint} that verified a notification is neither in the archive's key registry in Redis nor ` +
+        'in the keys table; the batch waits until a receiver publishes it again (within a minute of its next ' +
+        'notification)',
+    );
+    Object.setPrototypeOf(this, new.target.prototype);
   }
 }
 

@@ -13,10 +13,12 @@ export interface Evidence {
 }
 
 /**
- * One acknowledged notification as the ingest script appends it to the archive stream (JSON), beside
- * the script's decision: everything the archive row holds, taken from the job and the evidence.
+ * One acknowledged notification as the ingest script appends it to the archive stream (JSON, field `r`),
+ * beside the script's decision and the job data it added (field `b`: the body and the headers as
+ * received, which the record leaves to it so the body travels once). The key's PEM is not in it either:
+ * the producer publishes each key once to the archive's key registry (ownKeys.archiveKeys).
  */
-export interface ArchiveRecord extends Evidence {
+export interface ArchiveRecord extends Omit<Evidence, 'keyPem'> {
   kind: 'event' | 'quarantine';
   eventId: string;
   eventType: string;
@@ -28,15 +30,17 @@ export interface ArchiveRecord extends Evidence {
   /** The signed timestamp, ms. */
   timestamp: number;
   receivedAt: string;
-  /** The body as received, Base64. */
-  body: string;
-  /** Every header the signature covers, plus `content-type` and `x-merch-id` when present. */
-  headers: Record<string, string>;
   reason?: QuarantineReason;
   /** Quarantine: the job id a new one gets; another one in the decision means the event was quarantined before. */
   jobId?: string;
   /** The subscribed targets whose filter left the event out at receipt: their delivery ended there. */
   filtered?: string[];
+  /** Entries written before the job data was beside the record carried these themselves. */
+  keyPem?: string;
+  /** The body as received, Base64 (older entries only). */
+  body?: string;
+  /** Every header the signature covers, plus `content-type` and `x-merch-id` (older entries only). */
+  headers?: Record<string, string>;
 }
 
 /** What the ingest script decided for a record (`added` carries the first job id). */
@@ -55,7 +59,10 @@ export interface DeliveryOutcomeRecord {
   at: string;
 }
 
-/** The archive stream's entry fields: `d` the decision (or `delivery`), `j` a job id, `r` the record's JSON. */
+/**
+ * The archive stream's entry fields: `d` the decision (or `delivery`), `j` a job id, `r` the record's JSON,
+ * `b` the job data a notification's entry reads its body and headers from.
+ */
 export const ARCHIVE_DELIVERY = 'delivery';
 
 /**

@@ -64,6 +64,12 @@ export const ownKeys = {
    * written to PostgreSQL; the archiver deletes each entry once its transaction committed.
    */
   archive: (prefix: string) => `${prefix}:archive`,
+  /**
+   * The archive's key registry (fingerprint -> PEM) of the keys that verified what the archive stream
+   * holds: published by the producer before its first entry each key verified (and again now and then),
+   * read by the archiver for the keys table. Its entries never change: a fingerprint names one key.
+   */
+  archiveKeys: (prefix: string) => `${prefix}:archive:keys`,
   /** One bucket of the request-id index (request id -> event ids): a day (UTC, days since 1970) and a shard. */
   requestIndex: (prefix: string, day: number, shard: number) => `${prefix}:r:${day}:${shard}`,
   /** One expectation of a notification (a hash: its fields, state and inquiry attempts). */

@@ -2,8 +2,8 @@ import type { ArchiveRecord, Evidence } from '../model/archive';
 import type { EventJob, QuarantineJob } from '../model/jobs';
 
 /**
- * The archive record of a notification (see model/archive.ts), as JSON: the headers the signature
- * covers with the content type and `X-Merch-Id`, and the body as Base64. A quarantined one names the job id a new
+ * The archive record of a notification (see model/archive.ts), as JSON: what the archive row needs
+ * beyond the job data the ingest script puts beside it. A quarantined one names the job id a new
  * quarantine job gets; an event, the targets its filters left out.
  *
  * Built once per acknowledged notification, on the answer's path: one literal of a fixed shape, whose
@@ -15,12 +15,8 @@ export function archiveRecordOf(
   evidence: Evidence,
   { quarantineJobId, filtered = [] }: { quarantineJobId?: string; filtered?: readonly string[] } = {},
 ): string {
-  const headers: Record<string, string> = { ...job.signatureHeaders };
-  if (job.contentType !== undefined) headers['content-type'] = job.contentType;
-  if (job.merchantId !== undefined) headers['x-merch-id'] = job.merchantId;
   const record: ArchiveRecord = {
     keyFingerprint: evidence.keyFingerprint,
-    keyPem: evidence.keyPem,
     signedMerchantId: evidence.signedMerchantId,
     requestId: evidence.requestId,
     kind: quarantineJobId === undefined ? 'event' : 'quarantine',
@@ -32,8 +28,6 @@ export function archiveRecordOf(
     replayKey: job.nonce,
     timestamp: job.timestamp,
     receivedAt: job.receivedAt,
-    body: job.rawBodyEncoding === 'base64' ? job.rawBody : Buffer.from(job.rawBody, 'utf8').toString('base64'),
-    headers,
     reason: 'reason' in job ? (job.reason ?? 'invalid') : undefined,
     jobId: quarantineJobId,
     filtered: filtered.length > 0 ? [...filtered] : undefined,

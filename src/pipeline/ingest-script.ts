@@ -194,9 +194,17 @@ async function scriptArgs({
         : undefined,
     })),
   );
+  /** Where (ARGV, from 1) the first add's job data is: the archive entry takes the body and headers from it. */
+  let firstData = 0;
   for (const { ordered, now, parked } of recorded) {
     const nowKeys = now.slice(0, addStandardJob.keys);
     const nowArgs = now.slice(addStandardJob.keys);
+    // BullMQ's add scripts take [packed arguments, the job data as JSON, packed options].
+    if (firstData === 0) {
+      if (typeof nowArgs[1] !== 'string' || !nowArgs[1].startsWith('{'))
+        throw new Error("BullMQ's add script no longer takes the job data second; the archive entry reads it there");
+      firstData = argv.length + (ordered && parked ? 5 : 3) + 2;
+    }
     if (ordered && parked) {
       const parkedKeys = parked.slice(0, addDelayedJob.keys);
       const parkedArgs = parked.slice(addDelayedJob.keys);
@@ -216,7 +224,7 @@ async function scriptArgs({
     }
   }
   if (archive) keys.push(archive.stream);
-  argv.push(archive?.record ?? '');
+  argv.push(archive ? String(firstData) : '', archive?.record ?? '');
   return [keys.length, ...keys, ...argv];
 }
 

@@ -22,6 +22,7 @@ import { requestIndexEntries } from './request-index';
 import { withTimeout } from '../model/with-timeout';
 import type { Evidence } from '../model/archive';
 import { archiveRecordOf } from './archive-record';
+import { createKeyPublisher } from './archive-keys';
 
 /**
  * accepted: newly queued; replay: its replay key (nonce, or legacy signature) was accepted before;
@@ -138,6 +139,7 @@ export function createProducer(
 ): Producer {
   const ingest = defineIngestScript(connection);
   const archiveStream = settings.archive ? ownKeys.archive(settings.prefix) : undefined;
+  const publishKey = settings.archive ? createKeyPublisher(connection, settings.prefix) : undefined;
 
   /** The ingestion's archive part: the record, when the archive is on and the caller knows the evidence. */
   function archiveOf(
@@ -146,6 +148,7 @@ export function createProducer(
     opts: Parameters<typeof archiveRecordOf>[2],
   ) {
     if (archiveStream === undefined || evidence === undefined) return undefined;
+    publishKey?.(evidence.keyFingerprint, evidence.keyPem);
     return { stream: archiveStream, record: archiveRecordOf(job, evidence, opts) };
   }
 

@@ -2,6 +2,8 @@ import { Client, type Pool } from 'pg';
 import { ARCHIVE_POOL } from '../../src/archive/pool-settings';
 import { createPgPool } from '../../src/postgres/pool';
 import { startArchiver, type RunningArchiver } from '../../src/archive/archiver';
+import { sortEntries, type SortedEntries, type StreamEntry } from '../../src/archive/entries';
+import { createKeyResolver } from '../../src/archive/key-registry';
 import { createLogger } from '../../src/logging/logger';
 import { keyPrefix } from '../../src/model/names';
 import type { RedisClient } from '../../src/redis/connect';
@@ -52,6 +54,8 @@ export interface ArchiveHarness {
   settled(): Promise<void>;
   stopArchiver(): Promise<void>;
   startArchiver(): Promise<void>;
+  /** Stream entries as the archiver reads them for a batch: sorted, each row with its key's PEM from the registry. */
+  read(entries: readonly StreamEntry[]): Promise<SortedEntries>;
   close(): Promise<void>;
 }
 
@@ -75,6 +79,11 @@ export async function buildArchiveHarness(
     async settled() {
       const drained = async () => ((await h.redis.xlen(`${prefix}:archive`)) === 0 ? 1 : 0);
       if ((await waitForCount(drained, 1)) !== 1) throw new Error('the archive stream did not drain');
+    },
+    async read(entries) {
+      const sorted = sortEntries(entries);
+      await createKeyResolver(h.redis, prefix)(sorted.notifications);
+      return sorted;
     },
     async startArchiver() {
       const redis = h.connector.open('worker');

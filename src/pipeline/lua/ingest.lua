@@ -44,8 +44,11 @@
   not a duplicate; [11] the expectation match field ('' when none); [12..11 + buckets] each bucket's
   request id; then for each add: its mode ('now'
   or 'ordered'), its number of keys and of arguments (ordered: then the parked variant's), its
-  arguments (ordered: then the parked variant's). Last of all: ARGV[#ARGV] the archive record ('' when
-  the archive is off), and then KEYS[#KEYS] is the archive stream.
+  arguments (ordered: then the parked variant's). Last of all: ARGV[#ARGV - 1] where the first add's job
+  data is in ARGV, and ARGV[#ARGV] the archive record ('' when the archive is off), and then KEYS[#KEYS]
+  is the archive stream. The archive entry holds the record (what the job does not: the verifying
+  key's fingerprint, the replay key, the signed timestamp...) and the job data as the add wrote it
+  (the body and headers as received), so the body crosses the network once.
 ]]
 
 local function bullAdd(KEYS, ARGV)
@@ -61,7 +64,8 @@ local binding = ARGV[1] .. ' ' .. eventId
 local archiveRecord = ARGV[#ARGV]
 local function archive(decision, jobId)
   if archiveRecord == '' then return end
-  redis.call('XADD', KEYS[#KEYS], '*', 'd', decision, 'j', jobId or '', 'r', archiveRecord)
+  redis.call('XADD', KEYS[#KEYS], '*', 'd', decision, 'j', jobId or '', 'r', archiveRecord,
+    'b', ARGV[tonumber(ARGV[#ARGV - 1])])
 end
 -- A later copy: counted in the copies hash, which expires with the record.
 local function countCopy(field)
