@@ -1,4 +1,22 @@
-import { setFlagsFromString } from 'node:v8';
+import { PerformanceObserver } from 'node:perf_hooks';
+import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
+
+/**
+ * A worker's young generation ceiling: each of its two semi-spaces grows to at most this (V8's own
+ * ceiling is 16 MB, `npm start`'s too). Little of a delivery outlives a scavenge, so scavenging twice
+ * as often costs little, and the 16 MB the young generation no longer holds come off the worker's RSS.
+ */
+export const WORKER_SEMI_SPACE_BYTES = 8 * 1024 * 1024;
+
+/**
+ * Keeps the young generation at V8's starting size while the service's modules load: loading them
+ * allocates enough long-lived objects to grow it to its ceiling before the first request, whatever
+ * the process then does. Called before any other module of the service is loaded;
+ * {@link releaseYoungGeneration} lets it grow again.
+ */
+export function holdYoungGeneration(): void {
+  setFlagsFromString('--semi-space-growth-factor=1');
+}
 
 /**
  * V8 settings the service needs whatever command started it (`npm start` adds the heap's own flags;
@@ -10,7 +28,36 @@ import { setFlagsFromString } from 'node:v8';
  * 5 to 12 MB more compiler memory for a moment, which the allocator then keeps: a worker's peak RSS
  * rises by as much. That parser is under 1 % of a delivering worker's CPU, so what unrolling could
  * win there does not show.
+ *
+ * The old generation grows to twice what survived the last full collection before V8 marks it again,
+ * as under `npm start`: left to itself, V8 picks the factor from how fast it marks against how fast
+ * the process allocates, and on a busy machine let a draining worker's old generation reach three
+ * times its live objects.
  */
 export function applyV8Settings(): void {
   setFlagsFromString('--no-wasm-loop-unrolling');
+  setFlagsFromString('--heap-growing-percent=100');
+}
+
+/**
+ * Lets the young generation grow again after start-up, up to `semiSpaceBytes` per semi-space when
+ * given. Its ceiling is fixed when the process starts, but V8 grows it step by step (doubling, in a
+ * scavenge, once enough has survived since the last step), reading its growth factor each time: the
+ * growth is stopped once the semi-spaces reach the size asked for.
+ */
+export function releaseYoungGeneration(semiSpaceBytes?: number): void {
+  // Both semi-spaces are committed: the new space's size is twice one of them.
+  const reached = () =>
+    semiSpaceBytes !== undefined &&
+    getHeapSpaceStatistics().some((s) => s.space_name === 'new_space' && s.space_size >= 2 * semiSpaceBytes);
+  if (reached()) return;
+  setFlagsFromString('--semi-space-growth-factor=2');
+  if (semiSpaceBytes === undefined) return;
+  // A step takes many scavenges' survivors, and each scavenge is reported here before the next: in time.
+  const scavenges = new PerformanceObserver(() => {
+    if (!reached()) return;
+    setFlagsFromString('--semi-space-growth-factor=1');
+    scavenges.disconnect();
+  });
+  scavenges.observe({ entryTypes: ['gc'] });
 }
