@@ -1,4 +1,4 @@
-import { applyV8Settings, holdYoungGeneration, releaseYoungGeneration, WORKER_SEMI_SPACE_BYTES } from './v8-settings';
+import { applyRoleV8Settings, applyV8Settings, holdYoungGeneration } from './v8-settings';
 // First, before the modules below load (the compiled requires run in this order).
 holdYoungGeneration();
 import { loadApiEnvironments } from './config/api-environments';
@@ -56,7 +56,7 @@ async function main(): Promise<void> {
     if (inquiries.length) throw new ConfigError(inquiries);
     redis = createRedisConnector(config);
     tracingSettings(process.env);
-    releaseYoungGeneration(config.role === 'worker' ? WORKER_SEMI_SPACE_BYTES : undefined);
+    applyRoleV8Settings(config.role === 'worker');
   } catch (err) {
     if (err instanceof ServiceError) {
       process.stderr.write(`${err.message}\n`);
