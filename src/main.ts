@@ -1,3 +1,6 @@
+import { applyRoleV8Settings, applyV8Settings, holdYoungGeneration } from './v8-settings';
+// First, before the modules below load (the compiled requires run in this order).
+holdYoungGeneration();
 import { loadApiEnvironments } from './config/api-environments';
 import { loadEnvironments } from './config/keys';
 import { ConfigError } from './config/errors';
@@ -15,7 +18,6 @@ import { maskedEndpoint, tracingSettings } from './tracing/settings';
 import { exitCodeOf, ServiceError } from './model/errors';
 import { transformProblems } from './transform/check';
 import { checkPostgresTables } from './forwarding/destinations/postgres-table';
-import { applyV8Settings } from './v8-settings';
 
 /** What a shutdown may take beyond the receiver's and the workers' own bounds before the process leaves anyway. */
 const SHUTDOWN_MARGIN_MS = 5000;
@@ -54,6 +56,7 @@ async function main(): Promise<void> {
     if (inquiries.length) throw new ConfigError(inquiries);
     redis = createRedisConnector(config);
     tracingSettings(process.env);
+    applyRoleV8Settings(config.role === 'worker');
   } catch (err) {
     if (err instanceof ServiceError) {
       process.stderr.write(`${err.message}\n`);

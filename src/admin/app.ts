@@ -47,8 +47,8 @@ export interface AdminDeps {
   /** Re-reads the configuration (`POST /admin/api/config/reload`); absent where nothing can be reloaded. */
   reloader?: Reloader;
   registry: Registry;
-  /** The OpenAPI 3.1 description of this service's notify paths and forwarded events. */
-  openapi: Record<string, unknown>;
+  /** The OpenAPI 3.1 description of this service's notify paths and forwarded events, built when first asked for. */
+  openapi: () => Record<string, unknown>;
   mask: (payload: unknown) => unknown;
   readOnlyDashboard: boolean;
   logger: Logger;
@@ -86,7 +86,7 @@ export function createAdminApp(deps: AdminDeps): Express {
     res.send(await deps.registry.metrics());
   });
   app.get('/admin/openapi.json', guard, helmet(), (_req, res) => {
-    res.json(deps.openapi);
+    res.json(deps.openapi());
   });
   const onlyOperators = operatorsOnlyWrites(deps.logger);
   // Bull Board's page uses inline styles, so it gets a looser CSP than the JSON API; still only our
