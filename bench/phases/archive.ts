@@ -19,13 +19,13 @@ function withArchive(ctx: BenchContext, url: string): BenchContext {
   return { ...ctx, options: { ...ctx.options, serviceEnv: { ...ctx.options.serviceEnv, ARCHIVE_URL: url } } };
 }
 
-/** Deletes every key under `prefix` but `keep`. */
-async function emptyAllBut(ctx: BenchContext, prefix: string, keep: string): Promise<void> {
+/** Deletes every key under `prefix` but those in `keep`. */
+async function emptyAllBut(ctx: BenchContext, prefix: string, keep: readonly string[]): Promise<void> {
   const redis = ctx.redis.admin;
   let cursor = '0';
   do {
     const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-    const others = keys.filter((k) => k !== keep);
+    const others = keys.filter((k) => !keep.includes(k));
     if (others.length > 0) await redis.del(...others);
     cursor = next;
   } while (cursor !== '0');
@@ -67,7 +67,8 @@ async function backlogDrain(ctx: BenchContext, serverUrl: string, round: number)
       await receiver.stop();
     }
     const stream = ownKeys.archive(keyPrefix(prefix));
-    await emptyAllBut(ctx, keyPrefix(prefix), stream);
+    // The archive stream and its key registry stay: what the archiver needs.
+    await emptyAllBut(ctx, keyPrefix(prefix), [stream, ownKeys.archiveKeys(keyPrefix(prefix))]);
     const waiting = await ctx.redis.admin.xlen(stream);
     ctx.log(`archive: ${acknowledged} acknowledged, ${waiting} waiting in the archive stream`);
     if (waiting !== acknowledged) return { skipped: `${acknowledged} acknowledged but ${waiting} in the stream` };
