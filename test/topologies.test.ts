@@ -9,6 +9,7 @@ import {
   runLaggingReplicaFailover,
   runReplicasPaused,
   runWholePath,
+  HEAL_BOUND_MS,
   type FailoverResult,
   type LaggingFailoverResult,
 } from './support/topology-scenarios';
@@ -74,26 +75,30 @@ describe('on a Redis Cluster of three masters with a replica each', () => {
     expect(result.acknowledgedAfterKill).toBeGreaterThanOrEqual(20);
   }, 180_000);
 
-  it('when the master dies while its replica lags, REDIS_MIN_REPLICAS_ACK=1 acknowledged none of what only the master held; at 0 that was acknowledged and lost', async () => {
-    const topology = {
-      replicas: async (f: ForwardingHarness) => (await cluster.ownersOf(keyPrefix(f.config.queuePrefix))).replicas,
-      kill: killSlotMaster,
-      heal: restartKilled,
-    };
-    expectLaggingOutcomes(
-      'cluster',
-      await runLaggingReplicaFailover(
-        platform,
-        { REDIS_CLUSTER_NODES: cluster.seeds, REDIS_MIN_REPLICAS_ACK: '1' },
-        topology,
-      ),
-      await runLaggingReplicaFailover(
-        platform,
-        { REDIS_CLUSTER_NODES: cluster.seeds, REDIS_MIN_REPLICAS_ACK: '0' },
-        topology,
-      ),
-    );
-  }, 180_000);
+  it(
+    'when the master dies while its replica lags, REDIS_MIN_REPLICAS_ACK=1 acknowledged none of what only the master held; at 0 that was acknowledged and lost',
+    async () => {
+      const topology = {
+        replicas: async (f: ForwardingHarness) => (await cluster.ownersOf(keyPrefix(f.config.queuePrefix))).replicas,
+        kill: killSlotMaster,
+        heal: restartKilled,
+      };
+      expectLaggingOutcomes(
+        'cluster',
+        await runLaggingReplicaFailover(
+          platform,
+          { REDIS_CLUSTER_NODES: cluster.seeds, REDIS_MIN_REPLICAS_ACK: '1' },
+          topology,
+        ),
+        await runLaggingReplicaFailover(
+          platform,
+          { REDIS_CLUSTER_NODES: cluster.seeds, REDIS_MIN_REPLICAS_ACK: '0' },
+          topology,
+        ),
+      );
+    },
+    2 * HEAL_BOUND_MS + 60_000,
+  );
 });
 
 describe('under Sentinel: a master, two replicas and three sentinels', () => {
@@ -120,11 +125,12 @@ describe('under Sentinel: a master, two replicas and three sentinels', () => {
   };
   const restartKilled = async () => {
     if (!killed) return;
-    await sentinel.waitForNewMaster(killed, 60_000);
+    // Within HEAL_BOUND_MS in all, so that a wait that does not end names itself.
+    await sentinel.waitForNewMaster(killed, 50_000);
     await killed.start();
-    await sentinel.waitUntilReplica(killed);
+    await sentinel.waitUntilReplica(killed, 20_000);
     // Both replicas synced again before the next test: one that is still in its full sync cannot confirm a WAIT.
-    await sentinel.waitUntilReplicasOnline(2);
+    await sentinel.waitUntilReplicasOnline(2, 20_000);
   };
 
   it('with REDIS_MIN_REPLICAS_ACK=1, when the master is killed while notifications arrive, every acknowledged one is delivered and the service resumes', async () => {
@@ -140,14 +146,18 @@ describe('under Sentinel: a master, two replicas and three sentinels', () => {
     expect(result.acknowledgedAfterKill).toBeGreaterThanOrEqual(20);
   }, 180_000);
 
-  it('when the master dies while its replicas lag, REDIS_MIN_REPLICAS_ACK=1 acknowledged none of what only the master held; at 0 that was acknowledged and lost', async () => {
-    const topology = { replicas: () => sentinel.replicas(), kill: killMaster, heal: restartKilled };
-    expectLaggingOutcomes(
-      'sentinel',
-      await runLaggingReplicaFailover(platform, { ...env(), REDIS_MIN_REPLICAS_ACK: '1' }, topology),
-      await runLaggingReplicaFailover(platform, { ...env(), REDIS_MIN_REPLICAS_ACK: '0' }, topology),
-    );
-  }, 180_000);
+  it(
+    'when the master dies while its replicas lag, REDIS_MIN_REPLICAS_ACK=1 acknowledged none of what only the master held; at 0 that was acknowledged and lost',
+    async () => {
+      const topology = { replicas: () => sentinel.replicas(), kill: killMaster, heal: restartKilled };
+      expectLaggingOutcomes(
+        'sentinel',
+        await runLaggingReplicaFailover(platform, { ...env(), REDIS_MIN_REPLICAS_ACK: '1' }, topology),
+        await runLaggingReplicaFailover(platform, { ...env(), REDIS_MIN_REPLICAS_ACK: '0' }, topology),
+      );
+    },
+    2 * HEAL_BOUND_MS + 60_000,
+  );
 });
 
 /**
