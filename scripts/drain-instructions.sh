@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# scripts/drain-instructions.sh KIND [W] [N] [PERF_DIR]: instructions per delivery of a draining worker, counted
-# by valgrind's callgrind over N deliveries after W of warm-up (V8 must have optimised the hot code first: 4,000
-# is enough, 500 is not). KIND is `service` (ROLE=worker, one target, concurrency 10) or `raw` (the outside
-# yardstick's raw-worker.cjs); the backlog shape, the sink and the receiver are the outside yardstick's
-# (PERF_DIR, default ../shared/perf). Run from the project root after `npm run build`. Under valgrind the
-# worker is about 50 times slower, so batching differs from full speed: compare counts with counts. XENV: more VAR=value settings for the service's worker. IR_KEEP=FILE keeps the
-# dump for callgrind_annotate.
+# scripts/drain-instructions.sh KIND [W] [N] [PERF_DIR]: instructions per delivery of a draining worker,
+# counted by valgrind's callgrind over N deliveries after W of warm-up (V8 must have optimised the hot code
+# first: 4,000 is enough, 500 is not). KIND is `service` (ROLE=worker, one target, concurrency 10) or `raw`
+# (the outside yardstick's raw-worker.cjs); the backlog shape, the sink and the receiver are the outside
+# yardstick's (PERF_DIR, default ../shared/perf). Run from the project root after `npm run build`. Under
+# valgrind the worker is about 50 times slower, so batching differs from full speed: compare counts with
+# counts. XENV: more VAR=value settings for the service's worker. IR_KEEP=FILE keeps the dump for
+# callgrind_annotate. bench/instructions.ts counts the receiver the same way.
 set -u
 proj=$(pwd); kind=$1; W=${2:-4000}; N=${3:-2000}; here=$(cd "${4:-../shared/perf}" && pwd)
 tmp=$(mktemp -d); pids=()
