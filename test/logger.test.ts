@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { PassThrough, Writable } from 'node:stream';
-import { BATCH_BYTES, createLogger } from '../src/logging/logger';
+import { BATCH_BYTES, BATCH_MS, createLogger } from '../src/logging/logger';
 
 /** Every line written to `stream` so far, as text. */
 function linesOf(stream: PassThrough): string[] {
@@ -61,7 +61,7 @@ describe('logger.record, the hot-path line', () => {
 });
 
 describe('batched lines (the service on stdout)', () => {
-  it('writes the lines of one turn of the event loop in one write, in the order logged, on the next turn', async () => {
+  it('writes the lines of one interval in one write, in the order logged, once the interval ends', async () => {
     const writes: string[] = [];
     const out = new Writable({
       decodeStrings: false,
@@ -71,15 +71,17 @@ describe('batched lines (the service on stdout)', () => {
     logger.info('first', { n: 1 });
     logger.record('info', 'second', { n: 2 });
     logger.warn('third', { n: 3 });
-    expect(writes).toEqual([]);
     await new Promise((r) => setImmediate(r));
+    expect(writes).toEqual([]);
+    logger.info('fourth', { n: 4 });
+    await new Promise((r) => setTimeout(r, BATCH_MS + 10));
     expect(writes).toHaveLength(1);
     expect(
       writes[0]!
         .split('\n')
         .filter(Boolean)
         .map((l) => (JSON.parse(l) as { message: string }).message),
-    ).toEqual(['first', 'second', 'third']);
+    ).toEqual(['first', 'second', 'third', 'fourth']);
   });
 
   it('writes at once when the held lines reach the batch size', () => {
