@@ -1,8 +1,8 @@
 import type { Socket } from 'node:net';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import { targetSchema } from '../src/model/target-schema';
 import { createPipeline, pipelineOptions, type Pipeline } from '../src/pipeline/pipeline';
-import { coalesceWritesThisTurn } from '../src/redis/coalesce-writes';
+import { coalesceEveryTurn, coalesceWritesThisTurn } from '../src/redis/coalesce-writes';
 import { testConfig } from './support/harness';
 import { paymentEvent } from './support/payment-event';
 
@@ -65,6 +65,31 @@ describe('coalesceWritesThisTurn', () => {
     const pong = redis.ping();
     expect(socket.writes()).toBe(1); // written synchronously, not held for the next turn
     await expect(pong).resolves.toBe('PONG');
+  });
+});
+
+describe("coalesceEveryTurn (the workers' connection)", () => {
+  it('sends the commands of each turn in one write, turn after turn, each with its own reply', async () => {
+    coalesceEveryTurn(redis);
+    const socket = countSocketWrites(redis);
+    const first = await Promise.all(keys.map((key, i) => redis.set(key, `v${i}`)));
+    expect(first).toEqual(keys.map(() => 'OK'));
+    expect(socket.writes()).toBe(1);
+    // A later turn's commands are held too, and still go out before the loop waits again.
+    const pending = redis.mget(...keys.slice(0, 2));
+    const alsoPending = redis.get(keys[2]!);
+    expect(socket.writes()).toBe(1);
+    await expect(Promise.all([pending, alsoPending])).resolves.toEqual([['v0', 'v1'], 'v2']);
+    expect(socket.writes()).toBe(2);
+    await redis.del(...keys);
+  });
+
+  it('leaves a cluster connection as it is', () => {
+    const cluster = new Cluster([{ host: '127.0.0.1', port: 1 }], { lazyConnect: true });
+    const send = cluster.sendCommand;
+    coalesceEveryTurn(cluster);
+    expect(cluster.sendCommand).toBe(send);
+    cluster.disconnect();
   });
 });
 

@@ -7,6 +7,7 @@ import type { Producer } from '../pipeline/producer';
 import type { QueueRegistry } from '../pipeline/queue-registry';
 import { reportConnectionErrors, type RedisConnector } from '../redis/connect';
 import { createDeliveryWorker } from './delivery-worker';
+import { coalesceEveryTurn } from '../redis/coalesce-writes';
 import type { RecordDeliveryEnd } from '../pipeline/archive-outcome';
 import { settlesWithin } from '../model/with-timeout';
 import { createFanoutWorker } from './fanout-worker';
@@ -41,6 +42,7 @@ export function startWorkers(
   redis: RedisConnector,
 ): RunningWorkers {
   const connection = redis.open('worker');
+  coalesceEveryTurn(connection);
   reportConnectionErrors(connection, logger, 'worker');
   const deps = {
     connection,
