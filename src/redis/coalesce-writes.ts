@@ -33,12 +33,8 @@ export function coalesceWritesThisTurn(connection: RedisClient): void {
  * Holds every command sent on the connection until the end of its turn of the event loop, as
  * {@link coalesceWritesThisTurn} does for one: for the workers' shared connection, where a draining
  * worker finishes several jobs per turn (each a script call that also fetches the next job) and each
- * was a write of its own, waking Redis each time.
- *
- * Measured on one 2-core machine, six alternating rounds over the same 20,000-job backlog: 1.3 writes
- * per delivery instead of 2.1, 25 % less worker CPU per delivery, and a faster drain in every round.
- * On another machine, an earlier try of the same hold made the drain slower (0.73x to 0.80x the raw
- * worker against 0.91x to 0.92x); docs/benchmarks.md has both.
+ * was a write of its own, waking Redis each time. Measurements on two machines disagree on what it
+ * gains: docs/benchmarks.md ("A fourth machine") has both.
  */
 export function coalesceEveryTurn(connection: RedisClient): void {
   if (!(connection instanceof Redis)) return;
