@@ -4,12 +4,11 @@
  * the service started as `main.ts` starts it, and signed notifications sent to its receiver.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { stringify } from 'yaml';
+import { startMerchantSystem } from '../../src/demo/merchant-system';
 import { RedisServer } from '../../src/demo/redis-server';
 import { loadEnvironments } from '../../src/config/keys';
 import { loadConfig } from '../../src/config/load';
@@ -26,38 +25,27 @@ import { signCurrent } from '../../src/signing/sign';
 export interface CountingSink {
   /** The target's URL. */
   url: string;
-  /** Deliveries answered so far. */
-  delivered(): number;
   /** Resolves once `count` deliveries have been answered; fails after `timeoutMs` without a new one. */
   waitFor(count: number, timeoutMs?: number): Promise<void>;
   close(): void;
 }
 
-/** A local HTTP target that answers every delivery 204 and counts them. */
+/** The demo's stand-in for a merchant system, quiet, which answers every delivery 204 and counts them. */
 export async function countingSink(): Promise<CountingSink> {
-  let delivered = 0;
-  const server = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      delivered++;
-      res.writeHead(204).end();
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const target = await startMerchantSystem(() => undefined, 'sink');
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
-    delivered: () => delivered,
+    url: target.url,
     async waitFor(count, timeoutMs = 30_000) {
-      let seen = delivered;
+      let seen = target.received();
       let since = Date.now();
-      while (delivered < count) {
-        if (delivered !== seen) [seen, since] = [delivered, Date.now()];
+      while (target.received() < count) {
+        if (target.received() !== seen) [seen, since] = [target.received(), Date.now()];
         else if (Date.now() - since > timeoutMs)
-          throw new Error(`${delivered} of ${count} deliveries, none for ${timeoutMs} ms`);
+          throw new Error(`${target.received()} of ${count} deliveries, none for ${timeoutMs} ms`);
         await new Promise((r) => setTimeout(r, 100));
       }
     },
-    close: () => server.close(),
+    close: () => target.server.close(),
   };
 }
 
